@@ -1,0 +1,182 @@
+//! The command line, first parsing stage: syntax only. Resolving against the machine
+//! happens in memfabric_measure::plan.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use memfabric_measure::registry;
+use memfabric_model::{HugePages, Pattern};
+
+const AFTER_HELP: &str = "\
+Lists of CPUs and nodes use Linux syntax: 0-3,8,10-11.
+Sizes take binary suffixes: 64K = 65536 bytes, 256M, 1G, 1GiB.
+GB/s means 10^9 bytes per second.
+Exit codes: 0 success, 1 a measurement failed, 2 bad input or usage.";
+
+#[derive(Debug, Parser)]
+#[command(name = "memfabric", version, about = "Map a machine's memory fabric: latency and bandwidth between every CPU node and every memory node", after_help = AFTER_HELP)]
+pub struct Cli {
+    /// Print one JSON document on stdout (schema in docs/JSON.md) instead of tables
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Do not draw progress on stderr
+    #[arg(long, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the default suite: topology, idle latency matrix, read bandwidth matrix
+    Run(RunArgs),
+    #[command(about = registry::TOPOLOGY.about)]
+    Topology(TopologyArgs),
+    #[command(about = registry::LATENCY.about, after_help = AFTER_HELP)]
+    Latency(LatencyArgs),
+    #[command(about = registry::BANDWIDTH.about, after_help = AFTER_HELP)]
+    Bandwidth(BandwidthArgs),
+    /// List the measurements memfabric offers and what each reports
+    List,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Smaller buffers and fewer samples: a first look in seconds, not a reference figure
+    #[arg(long)]
+    pub quick: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TopologyArgs {
+    /// Read this directory instead of /sys (a saved sysfs tree, e.g. tests/fixtures/NAME/sys)
+    #[arg(long, value_name = "DIR", default_value = "/sys")]
+    pub sysfs: PathBuf,
+}
+
+/// Which CPUs measure which memory; shared by latency and bandwidth.
+#[derive(Debug, Args)]
+pub struct Selection {
+    /// Every CPU node against every memory node, CPU-less nodes included (default: each node's own memory)
+    #[arg(long)]
+    pub matrix: bool,
+    /// CPU nodes to measure from (default: every node with CPUs this process may use)
+    #[arg(long, value_name = "LIST", value_parser = parse_list)]
+    pub cpu_nodes: Option<IdList>,
+    /// Memory nodes to measure (default: the CPU node's own, or all with --matrix)
+    #[arg(long, value_name = "LIST", value_parser = parse_list)]
+    pub mem_nodes: Option<IdList>,
+}
+
+#[derive(Debug, Args)]
+pub struct LatencyArgs {
+    #[command(flatten)]
+    pub select: Selection,
+    /// Measure from this CPU (default: the first allowed CPU of each CPU node)
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<u32>,
+    /// Buffer size (default: 4x the total last-level cache, at least 256M)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Access order: random (one Sattolo cycle over all lines), page-random (random inside each 4 KiB page, pages in random order: few TLB misses), sequential
+    #[arg(long, value_enum, default_value_t = PatternArg::Random)]
+    pub pattern: PatternArg,
+    #[command(flatten)]
+    pub common: Common,
+    /// Time per sample in milliseconds (the load count per sample is calibrated to it)
+    #[arg(long, value_name = "MS", default_value_t = 20)]
+    pub sample_ms: u64,
+    /// Seed of the random chase, to rebuild the exact same permutation
+    #[arg(long, default_value_t = 0x6d65_6d66)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct BandwidthArgs {
+    #[command(flatten)]
+    pub select: Selection,
+    /// Threads per CPU node, one per CPU in node order (default: every allowed CPU of the node)
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Buffer size per thread (default: 4x the total last-level cache split over the threads, at least 64M each)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Vector kernel (default: the widest this CPU supports)
+    #[arg(long, value_enum, default_value_t = KernelArg::Auto)]
+    pub kernel: KernelArg,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Debug, Args)]
+pub struct Common {
+    /// Page size: off (4 KiB, THP refused), thp (transparent huge pages), 2M or 1G (reserved hugetlb pages)
+    #[arg(long, value_enum, default_value_t = HugeArg::Off)]
+    pub huge_pages: HugeArg,
+    /// Timed samples per cell, after one discarded warm-up
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub samples: usize,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PatternArg {
+    Random,
+    PageRandom,
+    Sequential,
+}
+
+impl From<PatternArg> for Pattern {
+    fn from(p: PatternArg) -> Pattern {
+        match p {
+            PatternArg::Random => Pattern::Random,
+            PatternArg::PageRandom => Pattern::PageRandom,
+            PatternArg::Sequential => Pattern::Sequential,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum HugeArg {
+    Off,
+    Thp,
+    #[value(name = "2M")]
+    Huge2M,
+    #[value(name = "1G")]
+    Huge1G,
+}
+
+impl From<HugeArg> for HugePages {
+    fn from(h: HugeArg) -> HugePages {
+        match h {
+            HugeArg::Off => HugePages::Off,
+            HugeArg::Thp => HugePages::Thp,
+            HugeArg::Huge2M => HugePages::Huge2M,
+            HugeArg::Huge1G => HugePages::Huge1G,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KernelArg {
+    Auto,
+    Avx512,
+    Avx2,
+    Sse2,
+    Scalar,
+}
+
+/// A Linux id list (`0-3,8`); a newtype so clap takes it as one value, not many.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdList(pub Vec<u32>);
+
+fn parse_list(s: &str) -> Result<IdList, String> {
+    let v = memfabric_topo::parse_cpulist(s).map_err(|e| e.to_string())?;
+    if v.is_empty() {
+        return Err("empty list".into());
+    }
+    Ok(IdList(v))
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    memfabric_model::parse_size(s).map_err(|e| e.to_string())
+}

@@ -1,0 +1,100 @@
+//! Pieces latency and bandwidth share: resolving the selection, matrices, failures.
+
+use anyhow::Result;
+use memfabric_measure::plan::{self, Machine, PlanError};
+use memfabric_measure::sys;
+use memfabric_model::{Outcome, Placement, Summary};
+use memfabric_topo::Topology;
+
+use crate::args;
+use crate::output::Usage;
+use crate::table::Table;
+
+pub fn machine(topo: &Topology) -> Result<Machine<'_>> {
+    let allowed_cpus =
+        sys::current_affinity().map_err(|e| anyhow::anyhow!("reading this process's CPU affinity: {e}"))?;
+    Ok(Machine { topo, allowed_cpus })
+}
+
+pub fn selection(s: &args::Selection, cpu: Option<u32>) -> plan::Selection {
+    plan::Selection {
+        cpu_nodes: s.cpu_nodes.as_ref().map(|l| l.0.clone()),
+        mem_nodes: s.mem_nodes.as_ref().map(|l| l.0.clone()),
+        cpu,
+        matrix: s.matrix,
+    }
+}
+
+pub fn usage(e: PlanError) -> anyhow::Error {
+    Usage(e.to_string()).into()
+}
+
+/// Rows: CPU nodes; columns: memory nodes; each cell a short text.
+pub fn matrix(title: &str, rows: &[u32], cols: &[u32], cell: impl Fn(u32, u32) -> Option<String>) -> String {
+    let mut header = vec!["<cpu node \\ mem node".to_string()];
+    header.extend(cols.iter().map(|c| c.to_string()));
+    let refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut t = Table::new(&refs);
+    for &r in rows {
+        let mut row = vec![r.to_string()];
+        row.extend(cols.iter().map(|&c| cell(r, c).unwrap_or_else(|| "-".into())));
+        t.row(row);
+    }
+    format!("{title}\n{}", t.render())
+}
+
+/// The short text of a cell in a matrix.
+pub fn cell_text<T>(o: &Outcome<T>, value: impl Fn(&T) -> String) -> String {
+    match o {
+        Outcome::Ok(v) => value(v),
+        Outcome::Skipped { .. } => "skipped".into(),
+        Outcome::Failed { .. } => "FAILED".into(),
+    }
+}
+
+/// Lines explaining every cell that did not produce a number.
+pub fn problems<'a, T: 'a>(cells: impl Iterator<Item = (String, &'a Outcome<T>)>) -> String {
+    let mut out = String::new();
+    for (label, o) in cells {
+        match o {
+            Outcome::Ok(_) => {}
+            Outcome::Skipped { reason } => out += &format!("  {label}: skipped: {reason}\n"),
+            Outcome::Failed { reason } => out += &format!("  {label}: FAILED: {reason}\n"),
+        }
+    }
+    out
+}
+
+pub fn any_failed<'a, T: 'a>(mut outcomes: impl Iterator<Item = &'a Outcome<T>>) -> bool {
+    outcomes.any(|o| matches!(o, Outcome::Failed { .. }))
+}
+
+/// Summary columns: median, min, p99, cv %, sample count.
+pub fn summary_cells(s: &Summary, decimals: usize) -> Vec<String> {
+    vec![
+        format!("{:.*}", decimals, s.median),
+        format!("{:.*}", decimals, s.min),
+        format!("{:.*}", decimals, s.p99),
+        format!("{:.1}", 100.0 * s.cv),
+        s.count.to_string(),
+    ]
+}
+
+/// "verified 4096/4096" or "NOT verified".
+pub fn placement_text(p: &[&Placement]) -> String {
+    let sampled: u64 = p.iter().map(|p| p.pages_sampled).sum();
+    let on: u64 = p.iter().map(|p| p.pages_on_node).sum();
+    if p.iter().all(|p| p.verified) {
+        format!("verified {on}/{sampled} pages")
+    } else {
+        format!("NOT verified {on}/{sampled} pages")
+    }
+}
+
+/// The name a value has in JSON (e.g. "page-random", "2M"), for titles.
+pub fn json_name<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}

@@ -1,0 +1,8 @@
+//! One module per subcommand.
+
+pub mod bandwidth;
+mod common;
+pub mod latency;
+pub mod list;
+pub mod run;
+pub mod topology;

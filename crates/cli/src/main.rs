@@ -1,0 +1,38 @@
+//! memfabric: map a machine's memory fabric.
+
+mod args;
+mod cmd;
+mod output;
+mod progress;
+mod table;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+use output::{Ctx, Status, Usage};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let ctx = Ctx::new(cli.json, cli.quiet);
+    let result = match &cli.command {
+        Command::Run(a) => cmd::run::run(&ctx, a),
+        Command::Topology(a) => cmd::topology::run(&ctx, a),
+        Command::Latency(a) => cmd::latency::run(&ctx, a),
+        Command::Bandwidth(a) => cmd::bandwidth::run(&ctx, a),
+        Command::List => cmd::list::run(&ctx),
+    };
+    match result {
+        Ok(Status::Ok) => ExitCode::SUCCESS,
+        Ok(Status::MeasurementFailed) => ExitCode::from(1),
+        Err(e) if e.is::<Usage>() => {
+            eprintln!("memfabric: error: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("memfabric: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

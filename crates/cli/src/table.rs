@@ -1,0 +1,86 @@
+//! Plain aligned text tables for the terminal.
+
+/// Column alignment: labels left, numbers right.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+pub struct Table {
+    header: Vec<String>,
+    align: Vec<Align>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// Columns whose header starts with '<' are left-aligned (the '<' is dropped);
+    /// all others are right-aligned.
+    pub fn new(header: &[&str]) -> Table {
+        let align = header
+            .iter()
+            .map(|h| {
+                if h.starts_with('<') {
+                    Align::Left
+                } else {
+                    Align::Right
+                }
+            })
+            .collect();
+        Table {
+            header: header
+                .iter()
+                .map(|h| h.trim_start_matches('<').to_string())
+                .collect(),
+            align,
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub fn render(&self) -> String {
+        let cols = self.header.len();
+        let mut width: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (w, cell) in width.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let line = |cells: &[String]| {
+            let parts: Vec<String> = (0..cols)
+                .map(|i| {
+                    let cell = cells.get(i).map(String::as_str).unwrap_or("");
+                    match self.align[i] {
+                        Align::Left => format!("{cell:<w$}", w = width[i]),
+                        Align::Right => format!("{cell:>w$}", w = width[i]),
+                    }
+                })
+                .collect();
+            parts.join("  ").trim_end().to_string() + "\n"
+        };
+        let mut out = line(&self.header);
+        for row in &self.rows {
+            out += &line(row);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligns() {
+        let mut t = Table::new(&["<name", "value"]);
+        t.row(vec!["a".into(), "1.5".into()]);
+        t.row(vec!["long name".into(), "100.25".into()]);
+        assert_eq!(
+            t.render(),
+            "name        value\na             1.5\nlong name  100.25\n"
+        );
+    }
+}

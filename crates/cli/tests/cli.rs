@@ -1,0 +1,176 @@
+//! The binary as users meet it: exit codes, error lines, tables and JSON.
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn memfabric() -> Command {
+    let mut c = Command::cargo_bin("memfabric").expect("binary built");
+    c.arg("--quiet");
+    c
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures"))
+        .join(name)
+        .join("sys")
+}
+
+fn json_of(args: &[&str]) -> Value {
+    let out = memfabric()
+        .args(args)
+        .arg("--json")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).expect("stdout is one JSON document")
+}
+
+#[test]
+fn topology_tables_per_fixture() {
+    for name in ["this-machine", "epyc7601-2s", "snc-2s", "cxl-cpuless"] {
+        let out = memfabric()
+            .arg("topology")
+            .arg("--sysfs")
+            .arg(fixture(name))
+            .assert()
+            .success();
+        let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        insta::assert_snapshot!(format!("topology-{name}"), text);
+    }
+}
+
+#[test]
+fn topology_json_has_schema_and_no_foreign_environment() {
+    let v = json_of(&["topology", "--sysfs", fixture("cxl-cpuless").to_str().unwrap()]);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["command"], "topology");
+    assert!(v["environment"].is_null(), "a saved tree is not this machine");
+    let nodes = v["result"]["nodes"].as_array().unwrap();
+    assert_eq!(nodes[1]["cpu_less"], true);
+    assert_eq!(nodes[1]["mem_total_bytes"], 128u64 << 30);
+    let live = json_of(&["topology"]);
+    assert!(live["environment"]["cpus_online"].as_u64().unwrap() >= 1);
+}
+
+/// Each bad input: exit 2, and stderr names the problem in its first line.
+#[test]
+fn bad_input_exits_2_with_one_clear_line() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["latency", "--cpu-nodes", "7"], "node 7 does not exist"),
+        (&["latency", "--cpu-nodes", "0-"], "--cpu-nodes"),
+        (&["latency", "--mem-nodes", "3-1"], "--mem-nodes"),
+        (&["bandwidth", "--cpu-nodes", "a"], "--cpu-nodes"),
+        (&["latency", "--size", "12Q"], "not a size"),
+        (&["latency", "--size", "64T"], "free (MemFree)"),
+        (&["latency", "--cpu", "4096"], "CPU 4096 is not online"),
+        (
+            &["latency", "--huge-pages", "1G", "--size", "1G"],
+            "reserve them with",
+        ),
+        (&["latency", "--pattern", "zigzag"], "zigzag"),
+        (
+            &["bandwidth", "--threads", "4096"],
+            "--threads 4096 is more than node 0",
+        ),
+        (&["topology", "--sysfs", "/nonexistent"], "/nonexistent"),
+        (&["frobnicate"], "frobnicate"),
+    ];
+    for (args, needle) in cases {
+        let out = memfabric()
+            .args(*args)
+            .assert()
+            .code(2)
+            .stdout(predicate::str::is_empty());
+        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        let first = err.lines().next().unwrap_or_default();
+        assert!(
+            first.contains(needle),
+            "{args:?}: first stderr line {first:?} lacks {needle:?}"
+        );
+    }
+}
+
+#[test]
+fn l1_chase_is_fast_and_verified() {
+    let v = json_of(&["latency", "--size", "16K", "--samples", "15", "--sample-ms", "5"]);
+    let cell = &v["result"]["cells"][0]["outcome"];
+    assert_eq!(cell["status"], "ok");
+    let median = cell["latency_ns"]["median"].as_f64().unwrap();
+    assert!(median > 0.2 && median < 5.0, "L1 latency {median} ns");
+    assert_eq!(cell["cycle_verified_lines"], 256);
+    assert_eq!(cell["placement"]["verified"], true);
+    assert_eq!(cell["samples_ns"].as_array().unwrap().len(), 15);
+}
+
+#[test]
+fn dram_chase_is_in_the_dram_range() {
+    // 1 GiB: past this machine's caches (the guest reports a 480 MiB L3).
+    let v = json_of(&["latency", "--size", "1G", "--samples", "5", "--sample-ms", "10"]);
+    let cell = &v["result"]["cells"][0]["outcome"];
+    let median = cell["latency_ns"]["median"].as_f64().unwrap();
+    assert!((30.0..500.0).contains(&median), "DRAM latency {median} ns");
+    assert_eq!(cell["cycle_verified_lines"], (1u64 << 30) / 64);
+    assert_eq!(cell["placement"]["pages_sampled"], 4096);
+}
+
+#[test]
+fn bandwidth_matrix_reads_with_a_vector_kernel() {
+    let v = json_of(&["bandwidth", "--matrix", "--size", "32M", "--samples", "4"]);
+    let r = &v["result"];
+    assert!(["avx512", "avx2", "sse2"].contains(&r["kernel"].as_str().unwrap()));
+    let cell = &r["cells"][0];
+    let gbs = cell["outcome"]["bandwidth_gb_s"]["median"].as_f64().unwrap();
+    assert!((0.5..2000.0).contains(&gbs), "{gbs} GB/s");
+    let placements = cell["outcome"]["placement"].as_array().unwrap();
+    assert_eq!(placements.len(), cell["cpus"].as_array().unwrap().len());
+    assert!(placements.iter().all(|p| p["verified"] == true));
+}
+
+#[test]
+fn forced_kernels_agree_on_the_order_of_magnitude() {
+    let get = |k: &str| {
+        let v = json_of(&[
+            "bandwidth",
+            "--threads",
+            "1",
+            "--size",
+            "8M",
+            "--samples",
+            "3",
+            "--kernel",
+            k,
+        ]);
+        v["result"]["cells"][0]["outcome"]["bandwidth_gb_s"]["median"]
+            .as_f64()
+            .unwrap()
+    };
+    let (sse, scalar) = (get("sse2"), get("scalar"));
+    assert!(sse > 0.5 && scalar > 0.1, "sse2 {sse}, scalar {scalar}");
+}
+
+#[test]
+fn run_quick_measures_everything() {
+    let v = json_of(&["run", "--quick"]);
+    let r = &v["result"];
+    assert!(!r["topology"]["nodes"].as_array().unwrap().is_empty());
+    assert_eq!(r["latency"]["cells"][0]["outcome"]["status"], "ok");
+    assert_eq!(r["bandwidth"]["cells"][0]["outcome"]["status"], "ok");
+}
+
+#[test]
+fn list_and_help_teach() {
+    memfabric()
+        .arg("list")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("latency"));
+    memfabric().args(["latency", "--help"]).assert().success().stdout(
+        predicate::str::contains("Sattolo")
+            .and(predicate::str::contains("1K = ").or(predicate::str::contains("64K = 65536"))),
+    );
+}

@@ -1,0 +1,169 @@
+//! Idle latency: one pinned CPU follows a dependent pointer chase through a buffer on
+//! one node, one 64-byte line per load, so each load waits for the one before it.
+
+use std::time::{Duration, Instant};
+
+use memfabric_model::{HugePages, LatencyCell, LatencyMeasurement, LatencyReport, Outcome, Pattern, Summary};
+
+use crate::observer::Observer;
+use crate::order::successors;
+use crate::placement::{allocate_on_node, describe_mismatch, pin};
+use crate::sys::{chase, chase_count_cycle, link_chase, Chain, LINE};
+
+/// The page-random pattern shuffles inside 4 KiB pages whatever the page size, so that
+/// it means the same thing with huge pages (TLB reach changes, the pattern does not).
+const PATTERN_PAGE_BYTES: usize = 4096;
+
+/// One cell: a CPU (on `cpu_node`) chasing through memory on `mem_node`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LatencyCellSpec {
+    pub cpu: u32,
+    pub cpu_node: u32,
+    pub mem_node: u32,
+}
+
+/// A validated latency measurement, resolved against the topology (see `plan`).
+#[derive(Debug, Clone)]
+pub struct LatencyPlan {
+    pub cells: Vec<LatencyCellSpec>,
+    pub cpu_nodes: Vec<u32>,
+    pub mem_nodes: Vec<u32>,
+    pub size_bytes: u64,
+    pub pattern: Pattern,
+    pub huge_pages: HugePages,
+    pub samples: usize,
+    pub sample_time: Duration,
+    pub seed: u64,
+}
+
+pub fn run(plan: &LatencyPlan, obs: &dyn Observer) -> LatencyReport {
+    obs.begin("latency", plan.cells.len() as u64);
+    let mut cells = Vec::with_capacity(plan.cells.len());
+    for spec in &plan.cells {
+        let outcome = if obs.cancelled() {
+            Outcome::Skipped {
+                reason: "interrupted".into(),
+            }
+        } else {
+            std::thread::scope(|s| {
+                s.spawn(|| measure_cell(plan, spec, obs))
+                    .join()
+                    .unwrap_or_else(|_| Outcome::Failed {
+                        reason: "measuring thread panicked".into(),
+                    })
+            })
+        };
+        obs.advance(&format!("cpu {} -> node {}", spec.cpu, spec.mem_node));
+        cells.push(LatencyCell {
+            cpu: spec.cpu,
+            cpu_node: spec.cpu_node,
+            mem_node: spec.mem_node,
+            outcome,
+        });
+    }
+    obs.finish();
+    LatencyReport {
+        pattern: plan.pattern,
+        huge_pages: plan.huge_pages,
+        size_bytes: plan.size_bytes,
+        line_bytes: LINE as u64,
+        seed: plan.seed,
+        cpu_nodes: plan.cpu_nodes.clone(),
+        mem_nodes: plan.mem_nodes.clone(),
+        cells,
+    }
+}
+
+/// Runs on its own thread, which it pins: the caller's affinity is left alone.
+fn measure_cell(
+    plan: &LatencyPlan,
+    spec: &LatencyCellSpec,
+    obs: &dyn Observer,
+) -> Outcome<LatencyMeasurement> {
+    let failed = |reason: String| Outcome::Failed { reason };
+    let affinity = match pin(spec.cpu) {
+        Ok(a) => a,
+        Err(e) => return failed(e.to_string()),
+    };
+    let (buf, placement) =
+        match allocate_on_node(plan.size_bytes as usize, spec.mem_node, plan.huge_pages, affinity) {
+            Ok(v) => v,
+            Err(e) => return failed(e.to_string()),
+        };
+    if !placement.verified {
+        return failed(describe_mismatch(&placement));
+    }
+    let lines = buf.len() / LINE;
+    let succ = successors(plan.pattern, lines, PATTERN_PAGE_BYTES / LINE, plan.seed);
+    let Ok(chain) = link_chase(buf, &succ) else {
+        return failed("internal error: chase order is not a permutation".into());
+    };
+    drop(succ);
+
+    // The warm-up walk is also the proof that the chase is one cycle through every line.
+    let visited = chase_count_cycle(&chain);
+    if visited != chain.lines() {
+        return failed(format!(
+            "chase returned to its start after {visited} of {} lines",
+            chain.lines()
+        ));
+    }
+    let (loads, mut p) = calibrate(&chain, plan.sample_time);
+    let mut samples_ns = Vec::with_capacity(plan.samples);
+    for _ in 0..plan.samples {
+        if obs.cancelled() {
+            break;
+        }
+        let t = Instant::now();
+        p = chase(&chain, p, loads);
+        samples_ns.push(t.elapsed().as_nanos() as f64 / loads as f64);
+    }
+    std::hint::black_box(p);
+    match Summary::of(&samples_ns) {
+        Some(latency_ns) => Outcome::Ok(LatencyMeasurement {
+            latency_ns,
+            samples_ns,
+            loads_per_sample: loads,
+            cycle_verified_lines: visited,
+            placement,
+        }),
+        None => Outcome::Skipped {
+            reason: "interrupted before the first sample".into(),
+        },
+    }
+}
+
+/// Chases ever longer runs until one lasts a tenth of the sample time, then scales the
+/// load count to fill a sample. These runs are discarded: they are the warm-up.
+/// Returns the loads per sample and where the chase stopped.
+fn calibrate(chain: &Chain, sample_time: Duration) -> (u64, *const u8) {
+    let mut loads = 4096;
+    let mut p = chain.start();
+    loop {
+        let t = Instant::now();
+        p = chase(chain, p, loads);
+        let ns = t.elapsed().as_nanos() as f64;
+        if ns * 10.0 >= sample_time.as_nanos() as f64 || loads >= 1 << 30 {
+            return (loads_per_sample(sample_time, ns / loads as f64), p);
+        }
+        loads *= 4;
+    }
+}
+
+/// Enough loads to fill the sample time at the measured pace; at least 4096 so the
+/// clock's own cost (tens of ns) stays below 1 % even for L1-resident chases.
+fn loads_per_sample(sample_time: Duration, ns_per_load: f64) -> u64 {
+    let n = (sample_time.as_nanos() as f64 / ns_per_load.max(0.01)) as u64;
+    n.clamp(4096, 1 << 34).next_multiple_of(8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_sizing() {
+        assert_eq!(loads_per_sample(Duration::from_millis(10), 100.0), 100_000);
+        assert_eq!(loads_per_sample(Duration::from_micros(1), 100.0), 4096);
+    }
+}

@@ -1,0 +1,14 @@
+//! memfabric's measurement core: placement, kernels and timing. It never prints; it
+//! reports progress to an [`Observer`] and returns plain results from memfabric-model.
+
+pub mod bandwidth;
+pub mod env;
+pub mod latency;
+pub mod observer;
+pub mod order;
+pub mod placement;
+pub mod plan;
+pub mod registry;
+pub mod sys;
+
+pub use observer::{Observer, Silent};

@@ -1,0 +1,353 @@
+//! The second parsing stage: what the user asked, resolved against the topology and
+//! this process's allowed CPUs into a plan that can run. Everything that can be known
+//! to fail is refused here, before a byte is allocated.
+
+use std::time::Duration;
+
+use memfabric_model::{format_size, HugePages, Pattern};
+use memfabric_topo::{format_cpulist, Topology};
+use thiserror::Error;
+
+use crate::bandwidth::{round_buffer, BandwidthCellSpec, BandwidthPlan};
+use crate::latency::{LatencyCellSpec, LatencyPlan};
+use crate::sys::{ReadKernel, LINE};
+
+#[derive(Debug, Error, PartialEq)]
+pub enum PlanError {
+    #[error("node {node} does not exist (nodes: {known})")]
+    UnknownNode { node: u32, known: String },
+    #[error("node {node} has no CPUs to measure from (CPU nodes: {cpu_nodes})")]
+    NoCpus { node: u32, cpu_nodes: String },
+    #[error("node {node} has no memory to measure (memory nodes: {mem_nodes})")]
+    NoMemory { node: u32, mem_nodes: String },
+    #[error("CPU {cpu} is not online (online CPUs: {online})")]
+    UnknownCpu { cpu: u32, online: String },
+    #[error("CPU {cpu} is outside this process's allowed CPUs {allowed} (taskset or cpuset)")]
+    CpuNotAllowed { cpu: u32, allowed: String },
+    #[error(
+        "none of node {node}'s CPUs ({cpus}) is in this process's allowed CPUs {allowed} (taskset or cpuset)"
+    )]
+    NodeNotAllowed {
+        node: u32,
+        cpus: String,
+        allowed: String,
+    },
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    BadValue(String),
+    #[error("node {node} needs {need} but has {free} free (MemFree); use a smaller --size")]
+    TooLarge { node: u32, need: String, free: String },
+    #[error("{size} huge pages: node {node} needs {need} but its pool has {free} free; reserve them with: echo {total} | sudo tee /sys/devices/system/node/node{node}/hugepages/hugepages-{kb}kB/nr_hugepages")]
+    HugePagesMissing {
+        node: u32,
+        size: String,
+        need: u64,
+        free: u64,
+        total: u64,
+        kb: u64,
+    },
+    #[error("transparent huge pages are disabled (mode: never); enable them with: echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/enabled")]
+    ThpDisabled,
+    #[error("--threads {threads} is more than node {node}'s {available} allowed CPUs ({cpus})")]
+    TooManyThreads {
+        threads: usize,
+        node: u32,
+        available: usize,
+        cpus: String,
+    },
+}
+
+/// Which CPUs and memory the user asked for, syntax already checked.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub cpu_nodes: Option<Vec<u32>>,
+    pub mem_nodes: Option<Vec<u32>>,
+    /// Latency only: measure from this CPU instead of each node's first CPU.
+    pub cpu: Option<u32>,
+    /// All memory nodes for every CPU node; otherwise each CPU node's own memory.
+    pub matrix: bool,
+}
+
+/// The machine as the plan sees it: the topology, and the CPUs this process may use.
+pub struct Machine<'a> {
+    pub topo: &'a Topology,
+    pub allowed_cpus: Vec<u32>,
+}
+
+pub struct LatencyOptions {
+    pub size_bytes: Option<u64>,
+    pub pattern: Pattern,
+    pub huge_pages: HugePages,
+    pub samples: usize,
+    pub sample_time: Duration,
+    pub seed: u64,
+}
+
+pub struct BandwidthOptions {
+    pub buffer_bytes_per_thread: Option<u64>,
+    pub threads: Option<usize>,
+    pub huge_pages: HugePages,
+    pub samples: usize,
+    pub kernel: ReadKernel,
+}
+
+/// (cpu node, mem node) pairs in row-major order, and the memory nodes (columns).
+type Pairs = (Vec<(u32, u32)>, Vec<u32>);
+
+/// Smallest default buffer, for machines whose LLC size is unknown or tiny.
+const MIN_DEFAULT_BYTES: u64 = 256 << 20;
+
+impl Machine<'_> {
+    fn known_nodes(&self) -> String {
+        let ids: Vec<u32> = self.topo.nodes.iter().map(|n| n.id).collect();
+        format_cpulist(&ids)
+    }
+
+    fn allowed(&self) -> String {
+        format_cpulist(&self.allowed_cpus)
+    }
+
+    /// A node's CPUs that this process may run on.
+    fn allowed_cpus_of(&self, node: u32) -> Result<Vec<u32>, PlanError> {
+        let n = self.topo.node(node).ok_or_else(|| PlanError::UnknownNode {
+            node,
+            known: self.known_nodes(),
+        })?;
+        if n.cpus.is_empty() {
+            return Err(PlanError::NoCpus {
+                node,
+                cpu_nodes: format_cpulist(&self.topo.cpu_nodes()),
+            });
+        }
+        let cpus: Vec<u32> = n
+            .cpus
+            .iter()
+            .copied()
+            .filter(|c| self.allowed_cpus.contains(c))
+            .collect();
+        if cpus.is_empty() {
+            return Err(PlanError::NodeNotAllowed {
+                node,
+                cpus: format_cpulist(&n.cpus),
+                allowed: self.allowed(),
+            });
+        }
+        Ok(cpus)
+    }
+
+    fn check_mem_node(&self, node: u32) -> Result<(), PlanError> {
+        let n = self.topo.node(node).ok_or_else(|| PlanError::UnknownNode {
+            node,
+            known: self.known_nodes(),
+        })?;
+        if n.mem_total_bytes == 0 {
+            return Err(PlanError::NoMemory {
+                node,
+                mem_nodes: format_cpulist(&self.topo.memory_nodes()),
+            });
+        }
+        Ok(())
+    }
+
+    /// CPU nodes the user named, or every node with an allowed CPU.
+    fn cpu_nodes(&self, sel: &Selection) -> Result<Vec<u32>, PlanError> {
+        match &sel.cpu_nodes {
+            Some(list) => {
+                for &n in list {
+                    self.allowed_cpus_of(n)?;
+                }
+                Ok(list.clone())
+            }
+            None => Ok(self
+                .topo
+                .cpu_nodes()
+                .into_iter()
+                .filter(|&n| self.allowed_cpus_of(n).is_ok())
+                .collect()),
+        }
+    }
+
+    /// (cpu node, mem node) pairs in row-major order, and the column labels.
+    fn pairs(&self, sel: &Selection, cpu_nodes: &[u32]) -> Result<Pairs, PlanError> {
+        let mem_nodes = match (&sel.mem_nodes, sel.matrix) {
+            (Some(list), _) => list.clone(),
+            (None, true) => self.topo.memory_nodes(),
+            (None, false) => cpu_nodes.to_vec(),
+        };
+        for &m in &mem_nodes {
+            self.check_mem_node(m)?;
+        }
+        let local_only = sel.mem_nodes.is_none() && !sel.matrix;
+        let pairs = cpu_nodes
+            .iter()
+            .flat_map(|&c| mem_nodes.iter().map(move |&m| (c, m)))
+            .filter(|&(c, m)| !local_only || c == m)
+            .collect();
+        Ok((pairs, mem_nodes))
+    }
+
+    fn default_bytes(&self) -> u64 {
+        (4 * self.topo.total_llc_bytes()).max(MIN_DEFAULT_BYTES)
+    }
+
+    /// Refuses a plan whose buffers cannot fit: free memory, hugetlb pools, THP mode.
+    fn check_fits(&self, node: u32, bytes: u64, huge: HugePages) -> Result<(), PlanError> {
+        let n = self.topo.node(node).expect("checked node");
+        match huge {
+            HugePages::Huge2M | HugePages::Huge1G => {
+                let page = if huge == HugePages::Huge2M {
+                    2u64 << 20
+                } else {
+                    1 << 30
+                };
+                let need = bytes.div_ceil(page);
+                let pool = n.hugepages.iter().find(|p| p.page_size_bytes == page);
+                let (free, total) = pool.map_or((0, 0), |p| (p.free, p.total));
+                if free < need {
+                    return Err(PlanError::HugePagesMissing {
+                        node,
+                        size: format_size(page),
+                        need,
+                        free,
+                        total: total + (need - free),
+                        kb: page >> 10,
+                    });
+                }
+                Ok(())
+            }
+            HugePages::Off | HugePages::Thp => {
+                if huge == HugePages::Thp && self.topo.huge_pages.thp_enabled.as_deref() == Some("never") {
+                    return Err(PlanError::ThpDisabled);
+                }
+                if bytes > n.mem_free_bytes {
+                    return Err(PlanError::TooLarge {
+                        node,
+                        need: format_size(bytes),
+                        free: format_size(n.mem_free_bytes),
+                    });
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+pub fn latency_plan(m: &Machine, sel: &Selection, opt: &LatencyOptions) -> Result<LatencyPlan, PlanError> {
+    if opt.samples == 0 {
+        return Err(PlanError::BadValue("--samples must be at least 1".into()));
+    }
+    let cpu_nodes = match sel.cpu {
+        Some(cpu) => {
+            if sel.cpu_nodes.is_some() {
+                return Err(PlanError::Conflict(
+                    "--cpu and --cpu-nodes cannot be combined: --cpu picks its node".into(),
+                ));
+            }
+            let c = m
+                .topo
+                .cpus
+                .iter()
+                .find(|c| c.id == cpu)
+                .ok_or_else(|| PlanError::UnknownCpu {
+                    cpu,
+                    online: format_cpulist(&m.topo.cpus.iter().map(|c| c.id).collect::<Vec<_>>()),
+                })?;
+            if !m.allowed_cpus.contains(&cpu) {
+                return Err(PlanError::CpuNotAllowed {
+                    cpu,
+                    allowed: m.allowed(),
+                });
+            }
+            vec![c.node.unwrap_or(0)]
+        }
+        None => m.cpu_nodes(sel)?,
+    };
+    let (pairs, mem_nodes) = m.pairs(sel, &cpu_nodes)?;
+    let size_bytes = opt.size_bytes.unwrap_or_else(|| m.default_bytes());
+    if size_bytes < 2 * LINE as u64 {
+        return Err(PlanError::BadValue(format!(
+            "--size must be at least {} bytes (two cache lines)",
+            2 * LINE
+        )));
+    }
+    // The visit order is built in memory beside the buffer: 8 bytes per 64-byte line.
+    for &node in &mem_nodes {
+        m.check_fits(node, size_bytes + size_bytes / 8, opt.huge_pages)?;
+    }
+    let mut cells = Vec::new();
+    for (cpu_node, mem_node) in pairs {
+        let cpu = match sel.cpu {
+            Some(c) => c,
+            None => m.allowed_cpus_of(cpu_node)?[0],
+        };
+        cells.push(LatencyCellSpec {
+            cpu,
+            cpu_node,
+            mem_node,
+        });
+    }
+    Ok(LatencyPlan {
+        cells,
+        cpu_nodes,
+        mem_nodes,
+        size_bytes,
+        pattern: opt.pattern,
+        huge_pages: opt.huge_pages,
+        samples: opt.samples,
+        sample_time: opt.sample_time,
+        seed: opt.seed,
+    })
+}
+
+pub fn bandwidth_plan(
+    m: &Machine,
+    sel: &Selection,
+    opt: &BandwidthOptions,
+) -> Result<BandwidthPlan, PlanError> {
+    if opt.samples == 0 || opt.threads == Some(0) {
+        return Err(PlanError::BadValue(
+            "--samples and --threads must be at least 1".into(),
+        ));
+    }
+    let cpu_nodes = m.cpu_nodes(sel)?;
+    let (pairs, mem_nodes) = m.pairs(sel, &cpu_nodes)?;
+    let mut cells = Vec::new();
+    let mut max_threads = 1;
+    for (cpu_node, mem_node) in pairs {
+        let mut cpus = m.allowed_cpus_of(cpu_node)?;
+        if let Some(t) = opt.threads {
+            if t > cpus.len() {
+                return Err(PlanError::TooManyThreads {
+                    threads: t,
+                    node: cpu_node,
+                    available: cpus.len(),
+                    cpus: format_cpulist(&cpus),
+                });
+            }
+            cpus.truncate(t);
+        }
+        max_threads = max_threads.max(cpus.len() as u64);
+        cells.push(BandwidthCellSpec {
+            cpu_node,
+            mem_node,
+            cpus,
+        });
+    }
+    let per_thread = round_buffer(
+        opt.buffer_bytes_per_thread
+            .unwrap_or_else(|| (m.default_bytes() / max_threads).max(64 << 20)),
+    );
+    for &node in &mem_nodes {
+        m.check_fits(node, per_thread * max_threads, opt.huge_pages)?;
+    }
+    Ok(BandwidthPlan {
+        cells,
+        cpu_nodes,
+        mem_nodes,
+        buffer_bytes_per_thread: per_thread,
+        huge_pages: opt.huge_pages,
+        samples: opt.samples,
+        kernel: opt.kernel,
+    })
+}

@@ -1,0 +1,195 @@
+//! Plans resolved against the sysfs trees of real machine shapes in tests/fixtures.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use memfabric_measure::plan::{
+    bandwidth_plan, latency_plan, BandwidthOptions, LatencyOptions, Machine, PlanError, Selection,
+};
+use memfabric_measure::sys::ReadKernel;
+use memfabric_model::{HugePages, Pattern};
+use memfabric_topo::Topology;
+
+fn fixture(name: &str) -> Topology {
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures"))
+        .join(name)
+        .join("sys");
+    Topology::read(&root).expect("fixture reads")
+}
+
+fn all_cpus(t: &Topology) -> Vec<u32> {
+    t.cpus.iter().map(|c| c.id).collect()
+}
+
+fn lat(size: Option<u64>, huge: HugePages) -> LatencyOptions {
+    LatencyOptions {
+        size_bytes: size,
+        pattern: Pattern::Random,
+        huge_pages: huge,
+        samples: 5,
+        sample_time: Duration::from_millis(1),
+        seed: 1,
+    }
+}
+
+fn bw(threads: Option<usize>) -> BandwidthOptions {
+    BandwidthOptions {
+        buffer_bytes_per_thread: Some(1 << 20),
+        threads,
+        huge_pages: HugePages::Off,
+        samples: 3,
+        kernel: ReadKernel::Scalar,
+    }
+}
+
+fn matrix() -> Selection {
+    Selection {
+        matrix: true,
+        ..Selection::default()
+    }
+}
+
+#[test]
+fn epyc_matrix_is_8_by_8_from_each_nodes_first_cpu() {
+    let t = fixture("epyc7601-2s");
+    let m = Machine {
+        allowed_cpus: all_cpus(&t),
+        topo: &t,
+    };
+    let p = latency_plan(&m, &matrix(), &lat(Some(1 << 30), HugePages::Off)).unwrap();
+    assert_eq!(p.cells.len(), 64);
+    assert_eq!(p.cpu_nodes, (0..8).collect::<Vec<_>>());
+    assert_eq!(p.mem_nodes, (0..8).collect::<Vec<_>>());
+    let c = &p.cells[3 * 8 + 5];
+    assert_eq!((c.cpu, c.cpu_node, c.mem_node), (24, 3, 5));
+    // 16 L3s of 8 MiB: 4x is 512 MiB, above the 256 MiB floor.
+    let d = latency_plan(&m, &Selection::default(), &lat(None, HugePages::Off)).unwrap();
+    assert_eq!(d.size_bytes, 512 << 20);
+    assert!(
+        d.cells.iter().all(|c| c.cpu_node == c.mem_node),
+        "default is local only"
+    );
+}
+
+#[test]
+fn cpu_less_node_is_a_column_never_a_row() {
+    let t = fixture("cxl-cpuless");
+    let m = Machine {
+        allowed_cpus: all_cpus(&t),
+        topo: &t,
+    };
+    let p = latency_plan(&m, &matrix(), &lat(Some(1 << 20), HugePages::Off)).unwrap();
+    assert_eq!((p.cpu_nodes.clone(), p.mem_nodes.clone()), (vec![0], vec![0, 1]));
+    let sel = Selection {
+        cpu_nodes: Some(vec![1]),
+        ..Selection::default()
+    };
+    let e = latency_plan(&m, &sel, &lat(Some(1 << 20), HugePages::Off)).unwrap_err();
+    assert!(matches!(e, PlanError::NoCpus { node: 1, .. }), "{e}");
+    let b = bandwidth_plan(&m, &matrix(), &bw(None)).unwrap();
+    assert_eq!(b.cells.len(), 2);
+    assert_eq!(b.cells[1].cpus, (0..8).collect::<Vec<_>>());
+}
+
+#[test]
+fn unknown_nodes_and_cpus_are_named() {
+    let t = fixture("this-machine");
+    let m = Machine {
+        allowed_cpus: all_cpus(&t),
+        topo: &t,
+    };
+    let sel = Selection {
+        cpu_nodes: Some(vec![7]),
+        ..Selection::default()
+    };
+    let e = latency_plan(&m, &sel, &lat(None, HugePages::Off)).unwrap_err();
+    assert_eq!(e.to_string(), "node 7 does not exist (nodes: 0)");
+    let sel = Selection {
+        cpu: Some(9),
+        ..Selection::default()
+    };
+    let e = latency_plan(&m, &sel, &lat(None, HugePages::Off)).unwrap_err();
+    assert_eq!(e.to_string(), "CPU 9 is not online (online CPUs: 0-1)");
+    let sel = Selection {
+        mem_nodes: Some(vec![3]),
+        ..Selection::default()
+    };
+    assert!(matches!(
+        bandwidth_plan(&m, &sel, &bw(None)),
+        Err(PlanError::UnknownNode { node: 3, .. })
+    ));
+}
+
+#[test]
+fn restricted_cpu_set_is_honoured() {
+    let t = fixture("epyc7601-2s");
+    // As under `taskset -c 8-15`: only node 1's first threads.
+    let m = Machine {
+        allowed_cpus: (8..16).collect(),
+        topo: &t,
+    };
+    let p = latency_plan(&m, &matrix(), &lat(Some(1 << 20), HugePages::Off)).unwrap();
+    assert_eq!(p.cpu_nodes, vec![1]);
+    assert!(p.cells.iter().all(|c| c.cpu == 8));
+    let b = bandwidth_plan(&m, &Selection::default(), &bw(None)).unwrap();
+    assert_eq!(
+        b.cells[0].cpus,
+        (8..16).collect::<Vec<_>>(),
+        "siblings 72-79 are not allowed"
+    );
+    let sel = Selection {
+        cpu_nodes: Some(vec![0]),
+        ..Selection::default()
+    };
+    let e = latency_plan(&m, &sel, &lat(None, HugePages::Off)).unwrap_err();
+    assert!(e.to_string().contains("taskset"), "{e}");
+    let e = latency_plan(
+        &m,
+        &Selection {
+            cpu: Some(0),
+            ..Selection::default()
+        },
+        &lat(None, HugePages::Off),
+    );
+    assert!(matches!(e, Err(PlanError::CpuNotAllowed { cpu: 0, .. })));
+}
+
+#[test]
+fn memory_and_huge_pages_are_checked_before_allocating() {
+    let t = fixture("epyc7601-2s");
+    let m = Machine {
+        allowed_cpus: all_cpus(&t),
+        topo: &t,
+    };
+    let e = latency_plan(&m, &Selection::default(), &lat(Some(1 << 40), HugePages::Off)).unwrap_err();
+    assert!(matches!(e, PlanError::TooLarge { node: 0, .. }), "{e}");
+    // Node 0 has one free 1 GiB page in the fixture: 2 GiB needs another.
+    let e = latency_plan(&m, &Selection::default(), &lat(Some(2 << 30), HugePages::Huge1G)).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("hugepages-1048576kB/nr_hugepages") && text.contains("echo 3 "),
+        "{text}"
+    );
+    let t = fixture("this-machine");
+    let m = Machine {
+        allowed_cpus: all_cpus(&t),
+        topo: &t,
+    };
+    let e = latency_plan(&m, &Selection::default(), &lat(Some(4 << 20), HugePages::Huge2M)).unwrap_err();
+    assert!(e.to_string().contains("echo 3 | sudo tee"), "{e}");
+}
+
+#[test]
+fn thread_counts_are_bounded_by_the_node() {
+    let t = fixture("snc-2s");
+    let m = Machine {
+        allowed_cpus: all_cpus(&t),
+        topo: &t,
+    };
+    let node0 = t.node(0).unwrap().cpus.len();
+    let e = bandwidth_plan(&m, &Selection::default(), &bw(Some(node0 + 1))).unwrap_err();
+    assert!(matches!(e, PlanError::TooManyThreads { .. }), "{e}");
+    let p = bandwidth_plan(&m, &matrix(), &bw(Some(2))).unwrap();
+    assert_eq!(p.cells.len(), 16);
+    assert!(p.cells.iter().all(|c| c.cpus.len() == 2));
+}

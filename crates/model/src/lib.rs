@@ -1,0 +1,16 @@
+//! memfabric's result model: plain serde types with units in field names and raw
+//! samples kept beside every summary. Nothing here measures or prints.
+//!
+//! The JSON layout is versioned by [`SCHEMA_VERSION`] and documented in docs/JSON.md.
+
+pub mod results;
+pub mod stats;
+pub mod units;
+
+pub use results::*;
+pub use stats::Summary;
+pub use units::{format_size, parse_size, SizeError};
+
+/// Bumped whenever a field is renamed or removed, or its meaning changes.
+/// Adding a field does not bump it.
+pub const SCHEMA_VERSION: u32 = 1;

@@ -1,0 +1,190 @@
+//! Result types for each measurement, and the envelope every JSON document shares.
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::Summary;
+
+/// The top-level JSON document every `--json` command prints.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Envelope<T> {
+    pub schema_version: u32,
+    pub tool: Tool,
+    /// The subcommand, e.g. "latency".
+    pub command: String,
+    /// The command line as given, for reproduction.
+    pub args: Vec<String>,
+    pub started_unix_s: u64,
+    pub environment: Option<Environment>,
+    pub result: T,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+/// What the machine was when the numbers were taken.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub hostname: Option<String>,
+    pub arch: String,
+    pub cpu_model: Option<String>,
+    pub microcode: Option<String>,
+    pub kernel: Option<String>,
+    pub thp_enabled: Option<String>,
+    pub numa_balancing: Option<String>,
+    pub governor: Option<String>,
+    pub smt_active: Option<bool>,
+    pub cpus_online: usize,
+    /// CPUs this process may run on (taskset / cpuset), as a Linux list.
+    pub cpus_allowed: String,
+    pub numa_nodes: usize,
+    pub timer: TimerInfo,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimerInfo {
+    pub source: String,
+    /// Median cost of one clock read, measured at start-up.
+    pub overhead_ns: f64,
+    /// The CPU advertises a constant, non-stop TSC (x86 `constant_tsc` + `nonstop_tsc`).
+    pub invariant_tsc: Option<bool>,
+}
+
+/// A measurement that could not or did not run is a result, never a panic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome<T> {
+    Ok(T),
+    Skipped { reason: String },
+    Failed { reason: String },
+}
+
+impl<T> Outcome<T> {
+    pub fn ok(&self) -> Option<&T> {
+        match self {
+            Outcome::Ok(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// Where a buffer's pages were found after first touch (move_pages with nodes = NULL).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    pub requested_node: u32,
+    pub page_size_bytes: u64,
+    pub pages_total: u64,
+    pub pages_sampled: u64,
+    pub pages_on_node: u64,
+    /// Sampled pages found elsewhere: (node, pages); a negative node is a kernel error code
+    /// (e.g. -14 EFAULT: page not present).
+    pub pages_elsewhere: Vec<NodePages>,
+    /// CPUs the measuring thread's affinity mask held, read back after pinning.
+    pub thread_affinity: Vec<u32>,
+    pub verified: bool,
+    /// How verification was done, or why it could not be.
+    pub method: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodePages {
+    pub node: i32,
+    pub pages: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pattern {
+    /// One Sattolo cycle over every line of the buffer.
+    Random,
+    /// Random line order inside each 4 KiB page, pages in random order.
+    PageRandom,
+    Sequential,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HugePages {
+    /// 4 KiB pages; transparent huge pages refused with MADV_NOHUGEPAGE.
+    Off,
+    /// Transparent huge pages requested with MADV_HUGEPAGE.
+    Thp,
+    /// hugetlbfs 2 MiB pages from the reserved pool.
+    #[serde(rename = "2M")]
+    Huge2M,
+    /// hugetlbfs 1 GiB pages from the reserved pool.
+    #[serde(rename = "1G")]
+    Huge1G,
+}
+
+/// Idle latency: one pinned CPU chasing pointers through memory on one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyReport {
+    pub pattern: Pattern,
+    pub huge_pages: HugePages,
+    pub size_bytes: u64,
+    pub line_bytes: u64,
+    /// Seed of the random permutation, so a chase can be rebuilt exactly.
+    pub seed: u64,
+    /// Row and column labels of the matrix (rows: CPU nodes, columns: memory nodes).
+    pub cpu_nodes: Vec<u32>,
+    pub mem_nodes: Vec<u32>,
+    pub cells: Vec<LatencyCell>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyCell {
+    pub cpu: u32,
+    pub cpu_node: u32,
+    pub mem_node: u32,
+    pub outcome: Outcome<LatencyMeasurement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyMeasurement {
+    pub latency_ns: Summary,
+    /// Nanoseconds per load, one value per sample, in the order taken.
+    pub samples_ns: Vec<f64>,
+    /// Dependent loads timed per sample (calibrated to a sample time from the warm-up).
+    pub loads_per_sample: u64,
+    /// The chase visited every line once before returning to its start.
+    pub cycle_verified_lines: u64,
+    pub placement: Placement,
+}
+
+/// Read bandwidth from the CPUs of one node to memory on one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthReport {
+    pub mix: String,
+    /// Instruction set of the kernel chosen at run time, e.g. "avx512".
+    pub kernel: String,
+    pub huge_pages: HugePages,
+    pub buffer_bytes_per_thread: u64,
+    /// How bytes are counted, e.g. "bytes the program reads (STREAM convention)".
+    pub byte_counting: String,
+    pub cpu_nodes: Vec<u32>,
+    pub mem_nodes: Vec<u32>,
+    pub cells: Vec<BandwidthCell>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthCell {
+    pub cpu_node: u32,
+    pub mem_node: u32,
+    /// One thread per CPU listed, one buffer per thread.
+    pub cpus: Vec<u32>,
+    pub outcome: Outcome<BandwidthMeasurement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthMeasurement {
+    pub bandwidth_gb_s: Summary,
+    /// GB/s (10^9 bytes per second) of every thread together, one value per sample.
+    pub samples_gb_s: Vec<f64>,
+    /// Bytes all threads move in one sample.
+    pub bytes_per_sample: u64,
+    /// One entry per thread, in the order of `cpus`.
+    pub placement: Vec<Placement>,
+}

@@ -1,0 +1,28 @@
+//! memfabric-topo: what the machine is.
+//!
+//! Reads CPUs, caches, NUMA nodes, hugepage pools and firmware (HMAT)
+//! memory performance from a sysfs tree. The root is a parameter so that
+//! the same code reads `/sys` on a live machine and captured trees under
+//! `tests/fixtures/` in tests.
+//!
+//! ```no_run
+//! use std::path::Path;
+//! let topo = memfabric_topo::Topology::read(Path::new("/sys"))?;
+//! println!("{} CPUs on {} nodes", topo.cpus.len(), topo.nodes.len());
+//! # Ok::<(), memfabric_topo::TopoError>(())
+//! ```
+
+mod cache;
+mod cpu;
+mod cpulist;
+mod error;
+mod hmat;
+mod node;
+pub mod parse;
+mod sysfs;
+mod topology;
+mod types;
+
+pub use cpulist::{format_cpulist, parse_cpulist, MAX_LIST_IDS};
+pub use error::{ListError, TopoError};
+pub use types::{CacheDomain, CacheLevel, Cpu, Die, HmatEntry, HugePages, HugePool, Node, Package, Topology};
