@@ -116,6 +116,9 @@ pub struct Common {
     /// Timed samples per cell, after one discarded warm-up
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub samples: usize,
+    /// Flag results whose coefficient of variation exceeds this many percent, and name likely causes
+    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    pub cv_threshold: f64,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -11,10 +11,13 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{Cli, Command};
-use output::{Ctx, Status, Usage};
+use output::{Ctx, Interrupted, Status, Usage};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = memfabric_measure::sys::install_stop_handlers() {
+        eprintln!("memfabric: warning: cannot catch SIGINT/SIGTERM ({e}); an interrupt will kill the run");
+    }
     let ctx = Ctx::new(cli.json, cli.quiet);
     let result = match &cli.command {
         Command::Run(a) => cmd::run::run(&ctx, a),
@@ -26,6 +29,11 @@ fn main() -> ExitCode {
     match result {
         Ok(Status::Ok) => ExitCode::SUCCESS,
         Ok(Status::MeasurementFailed) => ExitCode::from(1),
+        Err(e) if e.is::<Interrupted>() => {
+            eprintln!("memfabric: {e}");
+            let sig = e.downcast_ref::<Interrupted>().map_or(2, |i| i.0);
+            ExitCode::from(128 + sig as u8)
+        }
         Err(e) if e.is::<Usage>() => {
             eprintln!("memfabric: error: {e}");
             ExitCode::from(2)

@@ -25,6 +25,23 @@ impl fmt::Display for Usage {
 
 impl std::error::Error for Usage {}
 
+/// SIGINT or SIGTERM stopped the command: exit 128 + signal, nothing on stdout.
+#[derive(Debug)]
+pub struct Interrupted(pub i32);
+
+impl fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self.0 {
+            libc::SIGINT => "SIGINT",
+            libc::SIGTERM => "SIGTERM",
+            _ => "a signal",
+        };
+        write!(f, "interrupted by {name}: stopped cleanly, no results printed")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 /// How a command ended when it did not return an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -84,8 +101,12 @@ impl Ctx {
     }
 }
 
-/// Prints a finished text in one write.
+/// Prints a finished text in one write, unless a stop signal came: then results of
+/// a cut-short run are withheld rather than passed off as complete.
 pub fn print_all(text: &str) -> Result<()> {
+    if let Some(sig) = memfabric_measure::sys::stop_signal() {
+        return Err(Interrupted(sig).into());
+    }
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes()).context("writing to stdout")?;
     out.flush().context("writing to stdout")

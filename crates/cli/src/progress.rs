@@ -41,6 +41,10 @@ impl Observer for Progress {
         }
     }
 
+    fn cancelled(&self) -> bool {
+        memfabric_measure::sys::stop_signal().is_some()
+    }
+
     fn finish(&self) {
         if let Some(bar) = self.bar.lock().expect("progress lock").take() {
             bar.finish_and_clear();

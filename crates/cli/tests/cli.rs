@@ -174,3 +174,112 @@ fn list_and_help_teach() {
             .and(predicate::str::contains("1K = ").or(predicate::str::contains("64K = 65536"))),
     );
 }
+
+/// Starts a long measurement, signals it once it is running, and returns its exit
+/// code, stdout, stderr and how long it took to stop after the signal.
+fn interrupt(args: &[&str], signal: i32, after: std::time::Duration) -> (i32, Vec<u8>, String, f64) {
+    use std::process::Stdio;
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memfabric"))
+        .arg("--quiet")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(after);
+    let t = std::time::Instant::now();
+    let sent = std::process::Command::new("kill")
+        .args([format!("-{signal}"), child.id().to_string()])
+        .status()
+        .expect("kill(1)");
+    assert!(sent.success());
+    let out = child.wait_with_output().expect("wait");
+    let code = out.status.code().expect("exited, not killed");
+    (
+        code,
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        t.elapsed().as_secs_f64(),
+    )
+}
+
+#[test]
+fn sigint_and_sigterm_stop_cleanly() {
+    let long = ["latency", "--size", "64M", "--samples", "100000", "--json"];
+    let (code, stdout, stderr, secs) = interrupt(&long, libc::SIGINT, std::time::Duration::from_millis(1500));
+    assert_eq!(code, 130, "{stderr}");
+    assert!(stdout.is_empty(), "half a result on stdout");
+    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
+    assert!(secs < 5.0, "took {secs} s to stop");
+    let bw = ["bandwidth", "--size", "64M", "--samples", "100000", "--json"];
+    let (code, stdout, stderr, secs) = interrupt(&bw, libc::SIGTERM, std::time::Duration::from_millis(1500));
+    assert_eq!(code, 143, "{stderr}");
+    assert!(stdout.is_empty());
+    assert!(secs < 5.0, "took {secs} s to stop");
+}
+
+fn free_2m_pages() -> Option<u64> {
+    std::fs::read_to_string("/sys/devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Needs 64 free 2 MiB pages on node 0 (.ci/run reserves them where it may).
+#[test]
+fn hugetlb_pages_are_used_and_given_back() {
+    let Some(before) = free_2m_pages().filter(|&f| f >= 64) else {
+        eprintln!("skipped: fewer than 64 free 2 MiB hugetlb pages on node 0");
+        return;
+    };
+    let v = json_of(&[
+        "latency",
+        "--huge-pages",
+        "2M",
+        "--size",
+        "64M",
+        "--samples",
+        "3",
+        "--sample-ms",
+        "5",
+    ]);
+    let cell = &v["result"]["cells"][0]["outcome"];
+    assert_eq!(cell["placement"]["page_size_bytes"], 2 << 20);
+    assert_eq!(cell["placement"]["verified"], true);
+    assert_eq!(free_2m_pages(), Some(before));
+    let long = [
+        "latency",
+        "--huge-pages",
+        "2M",
+        "--size",
+        "64M",
+        "--samples",
+        "100000",
+    ];
+    let (code, ..) = interrupt(&long, libc::SIGINT, std::time::Duration::from_millis(1500));
+    assert_eq!(code, 130);
+    assert_eq!(free_2m_pages(), Some(before), "hugetlb pages left reserved");
+}
+
+#[test]
+fn restricted_cpu_set_measures_only_allowed_cpus() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 || !std::path::Path::new("/usr/bin/taskset").exists() {
+        eprintln!("skipped: needs taskset and 2 CPUs");
+        return;
+    }
+    let last = (cpus - 1).to_string();
+    let out = std::process::Command::new("taskset")
+        .args(["-c", &last])
+        .arg(assert_cmd::cargo::cargo_bin("memfabric"))
+        .args(["--quiet", "bandwidth", "--size", "8M", "--samples", "2", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["result"]["cells"][0]["cpus"], serde_json::json!([cpus - 1]));
+    assert_eq!(v["environment"]["cpus_allowed"], last);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("measuring only the allowed CPUs"), "{err}");
+}

@@ -193,6 +193,7 @@ fn summarize(plan: &BandwidthPlan, results: Vec<ThreadResult>) -> Outcome<Bandwi
             samples_gb_s,
             bytes_per_sample,
             placement: placements,
+            noise: None,
         }),
         None => Outcome::Skipped {
             reason: "interrupted before the first sample".into(),

@@ -41,9 +41,7 @@ pub fn run(plan: &LatencyPlan, obs: &dyn Observer) -> LatencyReport {
     let mut cells = Vec::with_capacity(plan.cells.len());
     for spec in &plan.cells {
         let outcome = if obs.cancelled() {
-            Outcome::Skipped {
-                reason: "interrupted".into(),
-            }
+            interrupted()
         } else {
             std::thread::scope(|s| {
                 s.spawn(|| measure_cell(plan, spec, obs))
@@ -101,7 +99,9 @@ fn measure_cell(
     drop(succ);
 
     // The warm-up walk is also the proof that the chase is one cycle through every line.
-    let visited = chase_count_cycle(&chain);
+    let Some(visited) = chase_count_cycle(&chain, &|| obs.cancelled()) else {
+        return interrupted();
+    };
     if visited != chain.lines() {
         return failed(format!(
             "chase returned to its start after {visited} of {} lines",
@@ -126,10 +126,15 @@ fn measure_cell(
             loads_per_sample: loads,
             cycle_verified_lines: visited,
             placement,
+            noise: None,
         }),
-        None => Outcome::Skipped {
-            reason: "interrupted before the first sample".into(),
-        },
+        None => interrupted(),
+    }
+}
+
+fn interrupted<T>() -> Outcome<T> {
+    Outcome::Skipped {
+        reason: "interrupted".into(),
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod bandwidth;
 pub mod env;
 pub mod latency;
+pub mod noise;
 pub mod observer;
 pub mod order;
 pub mod placement;

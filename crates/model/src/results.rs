@@ -152,6 +152,17 @@ pub struct LatencyMeasurement {
     /// The chase visited every line once before returning to its start.
     pub cycle_verified_lines: u64,
     pub placement: Placement,
+    /// Set when the samples spread more than the noise threshold allows.
+    pub noise: Option<Noise>,
+}
+
+/// A measurement whose coefficient of variation is above the threshold, and why
+/// that may be.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Noise {
+    pub cv: f64,
+    pub threshold_cv: f64,
+    pub likely_causes: Vec<String>,
 }
 
 /// Read bandwidth from the CPUs of one node to memory on one node.
@@ -187,4 +198,6 @@ pub struct BandwidthMeasurement {
     pub bytes_per_sample: u64,
     /// One entry per thread, in the order of `cpus`.
     pub placement: Vec<Placement>,
+    /// Set when the samples spread more than the noise threshold allows.
+    pub noise: Option<Noise>,
 }

@@ -1,9 +1,9 @@
 //! `memfabric bandwidth`: read bandwidth per CPU node x memory node.
 
 use anyhow::Result;
-use memfabric_measure::bandwidth;
 use memfabric_measure::plan::{bandwidth_plan, BandwidthOptions};
 use memfabric_measure::sys::ReadKernel;
+use memfabric_measure::{bandwidth, noise};
 use memfabric_model::{format_size, BandwidthReport};
 use memfabric_topo::{format_cpulist, Topology};
 
@@ -49,7 +49,10 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<Bandwidt
     };
     let plan =
         bandwidth_plan(&machine, &common::selection(&a.select, None), &options).map_err(common::usage)?;
-    Ok(bandwidth::run(&plan, &ctx.progress))
+    let threshold = common::threshold(a.common.cv_threshold)?;
+    let mut report = bandwidth::run(&plan, &ctx.progress);
+    noise::annotate_bandwidth(&mut report, topo, &noise::Conditions::read(), threshold);
+    Ok(report)
 }
 
 pub fn render(r: &BandwidthReport) -> String {
@@ -93,10 +96,12 @@ pub fn render(r: &BandwidthReport) -> String {
     }
     out += "\n";
     out += &t.render();
-    out += &common::problems(
+    let label = |c: &memfabric_model::BandwidthCell| format!("node {} -> node {}", c.cpu_node, c.mem_node);
+    out += &common::problems(r.cells.iter().map(|c| (label(c), &c.outcome)));
+    out += &common::noise_notes(
         r.cells
             .iter()
-            .map(|c| (format!("node {} -> node {}", c.cpu_node, c.mem_node), &c.outcome)),
+            .map(|c| (label(c), c.outcome.ok().and_then(|m| m.noise.as_ref()))),
     );
     out += &format!("Bytes counted: {}\n", r.byte_counting);
     out

@@ -3,17 +3,51 @@
 use anyhow::Result;
 use memfabric_measure::plan::{self, Machine, PlanError};
 use memfabric_measure::sys;
-use memfabric_model::{Outcome, Placement, Summary};
-use memfabric_topo::Topology;
+use memfabric_model::{Noise, Outcome, Placement, Summary};
+use memfabric_topo::{format_cpulist, Topology};
 
 use crate::args;
 use crate::output::Usage;
 use crate::table::Table;
 
+/// The machine as plans see it. Says on stderr when a taskset or cpuset narrows the
+/// CPUs, since every default then measures less than the whole machine.
 pub fn machine(topo: &Topology) -> Result<Machine<'_>> {
     let allowed_cpus =
         sys::current_affinity().map_err(|e| anyhow::anyhow!("reading this process's CPU affinity: {e}"))?;
+    let online: Vec<u32> = topo.cpus.iter().map(|c| c.id).collect();
+    if online.iter().any(|c| !allowed_cpus.contains(c)) {
+        eprintln!(
+            "memfabric: note: measuring only the allowed CPUs {} of online CPUs {} (taskset or cpuset)",
+            format_cpulist(&allowed_cpus),
+            format_cpulist(&online)
+        );
+    }
     Ok(Machine { topo, allowed_cpus })
+}
+
+/// The --cv-threshold percentage as a ratio, refusing nonsense.
+pub fn threshold(pct: f64) -> Result<f64> {
+    if !(pct.is_finite() && pct > 0.0) {
+        return Err(Usage(format!("--cv-threshold must be a positive percentage, not {pct}")).into());
+    }
+    Ok(pct / 100.0)
+}
+
+/// Lines for every flagged result: its spread and what may cause it.
+pub fn noise_notes<'a>(flagged: impl Iterator<Item = (String, Option<&'a Noise>)>) -> String {
+    let mut out = String::new();
+    for (label, noise) in flagged {
+        if let Some(n) = noise {
+            out += &format!(
+                "  ! {label}: coefficient of variation {:.1} % is above {:.1} %; likely: {}\n",
+                100.0 * n.cv,
+                100.0 * n.threshold_cv,
+                n.likely_causes.join("; ")
+            );
+        }
+    }
+    out
 }
 
 pub fn selection(s: &args::Selection, cpu: Option<u32>) -> plan::Selection {

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use memfabric_measure::latency;
 use memfabric_measure::plan::{latency_plan, LatencyOptions};
+use memfabric_measure::{latency, noise};
 use memfabric_model::{format_size, LatencyReport};
 use memfabric_topo::Topology;
 
@@ -37,7 +37,10 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &LatencyArgs) -> Result<LatencyRep
     };
     let plan =
         latency_plan(&machine, &common::selection(&a.select, a.cpu), &options).map_err(common::usage)?;
-    Ok(latency::run(&plan, &ctx.progress))
+    let threshold = common::threshold(a.common.cv_threshold)?;
+    let mut report = latency::run(&plan, &ctx.progress);
+    noise::annotate_latency(&mut report, topo, &noise::Conditions::read(), threshold);
+    Ok(report)
 }
 
 pub fn render(r: &LatencyReport) -> String {
@@ -75,10 +78,12 @@ pub fn render(r: &LatencyReport) -> String {
     }
     out += "\n";
     out += &t.render();
-    out += &common::problems(
+    let label = |c: &memfabric_model::LatencyCell| format!("cpu {} -> node {}", c.cpu, c.mem_node);
+    out += &common::problems(r.cells.iter().map(|c| (label(c), &c.outcome)));
+    out += &common::noise_notes(
         r.cells
             .iter()
-            .map(|c| (format!("cpu {} -> node {}", c.cpu, c.mem_node), &c.outcome)),
+            .map(|c| (label(c), c.outcome.ok().and_then(|m| m.noise.as_ref()))),
     );
     out
 }

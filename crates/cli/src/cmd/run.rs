@@ -36,6 +36,7 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
         common: Common {
             huge_pages: HugeArg::Off,
             samples,
+            cv_threshold: 5.0,
         },
         sample_ms: if a.quick { 10 } else { 20 },
         seed: 0x6d65_6d66,
@@ -48,6 +49,7 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
         common: Common {
             huge_pages: HugeArg::Off,
             samples,
+            cv_threshold: 5.0,
         },
     };
     let report = RunReport {

@@ -87,12 +87,17 @@ pub fn chase(chain: &Chain, from: *const u8, steps: u64) -> *const u8 {
 
 /// Walks the chain from its start until it returns there (at most `lines` steps)
 /// and returns the number of steps: equal to `lines` exactly when the chase is one
-/// cycle through every line. Doubles as the warm-up pass.
-pub fn chase_count_cycle(chain: &Chain) -> u64 {
+/// cycle through every line. Doubles as the warm-up pass. Walks in slices so that
+/// `stop()` is asked every few milliseconds; returns None if it said stop.
+pub fn chase_count_cycle(chain: &Chain, stop: &dyn Fn() -> bool) -> Option<u64> {
+    const SLICE: u64 = 1 << 16;
     let start = chain.start();
     let mut p = start;
     let mut steps = 0;
     while steps < chain.lines {
+        if steps % SLICE == 0 && stop() {
+            return None;
+        }
         // SAFETY: as in `chase`.
         p = unsafe { *(p as *const *const u8) };
         steps += 1;
@@ -100,7 +105,7 @@ pub fn chase_count_cycle(chain: &Chain) -> u64 {
             break;
         }
     }
-    steps
+    Some(steps)
 }
 
 /// The instruction set a read kernel uses; chosen at run time.

@@ -3,9 +3,11 @@
 
 mod kernels;
 mod mem;
+mod signal;
 
 pub use kernels::{chase, chase_count_cycle, link_chase, read_kernel, Chain, ReadKernel, LINE, READ_BLOCK};
 pub use mem::{Buffer, MapError};
+pub use signal::{install_stop_handlers, stop_signal};
 
 use std::io;
 

@@ -1,0 +1,144 @@
+//! The noise guard: a result whose samples spread too much is flagged, with the
+//! likely causes this machine shows.
+
+use std::fs;
+
+use memfabric_model::{BandwidthReport, LatencyReport, Noise, Outcome};
+use memfabric_topo::{format_cpulist, Topology};
+
+/// Coefficient of variation above which a result is flagged (5 %).
+pub const DEFAULT_THRESHOLD_CV: f64 = 0.05;
+
+/// What can make samples spread, read once per command.
+#[derive(Debug, Clone, Default)]
+pub struct Conditions {
+    pub load_avg_1m: Option<f64>,
+    pub governor: Option<String>,
+    pub hypervisor: bool,
+}
+
+impl Conditions {
+    pub fn read() -> Conditions {
+        let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        Conditions {
+            load_avg_1m: fs::read_to_string("/proc/loadavg")
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse().ok()),
+            governor: fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+                .ok()
+                .map(|s| s.trim().to_string()),
+            hypervisor: crate::env::cpuinfo_field(&cpuinfo, "flags")
+                .is_some_and(|f| f.split_whitespace().any(|w| w == "hypervisor")),
+        }
+    }
+}
+
+/// Likely causes of spread for a measurement on `cpus`, most specific first.
+pub fn likely_causes(cond: &Conditions, topo: &Topology, cpus: &[u32]) -> Vec<String> {
+    let mut causes = Vec::new();
+    if let Some(load) = cond.load_avg_1m {
+        if load > cpus.len() as f64 + 0.5 {
+            causes.push(format!(
+                "other load: 1-minute load average {load:.2} while {} CPU(s) measure",
+                cpus.len()
+            ));
+        }
+    }
+    let mut siblings: Vec<u32> = cpus
+        .iter()
+        .filter_map(|&c| topo.cpu(c))
+        .flat_map(|c| c.smt_siblings.iter().copied())
+        .filter(|s| !cpus.contains(s))
+        .collect();
+    siblings.sort_unstable();
+    siblings.dedup();
+    if !siblings.is_empty() {
+        causes.push(format!(
+            "a busy SMT sibling: CPUs {} share cores with the measuring CPUs",
+            format_cpulist(&siblings)
+        ));
+    }
+    if let Some(g) = cond.governor.as_deref().filter(|g| *g != "performance") {
+        causes.push(format!(
+            "frequency scaling: the CPU governor is '{g}', not 'performance'"
+        ));
+    }
+    if cond.hypervisor {
+        causes.push("a virtual machine: other guests share the host's cores and memory".into());
+    }
+    if causes.is_empty() {
+        causes.push("no cause visible from here; take more or longer samples".into());
+    }
+    causes
+}
+
+fn assess(cv: f64, threshold: f64, causes: impl FnOnce() -> Vec<String>) -> Option<Noise> {
+    (cv > threshold).then(|| Noise {
+        cv,
+        threshold_cv: threshold,
+        likely_causes: causes(),
+    })
+}
+
+pub fn annotate_latency(r: &mut LatencyReport, topo: &Topology, cond: &Conditions, threshold: f64) {
+    for cell in &mut r.cells {
+        if let Outcome::Ok(m) = &mut cell.outcome {
+            m.noise = assess(m.latency_ns.cv, threshold, || {
+                likely_causes(cond, topo, &[cell.cpu])
+            });
+        }
+    }
+}
+
+pub fn annotate_bandwidth(r: &mut BandwidthReport, topo: &Topology, cond: &Conditions, threshold: f64) {
+    for cell in &mut r.cells {
+        if let Outcome::Ok(m) = &mut cell.outcome {
+            m.noise = assess(m.bandwidth_gb_s.cv, threshold, || {
+                likely_causes(cond, topo, &cell.cpus)
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn epyc() -> Topology {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/epyc7601-2s/sys");
+        Topology::read(&root).unwrap()
+    }
+
+    #[test]
+    fn names_each_visible_cause() {
+        let cond = Conditions {
+            load_avg_1m: Some(7.0),
+            governor: Some("powersave".into()),
+            hypervisor: true,
+        };
+        let causes = likely_causes(&cond, &epyc(), &[0, 1]);
+        assert_eq!(causes.len(), 4, "{causes:?}");
+        assert!(causes[0].contains("load average 7.00"));
+        assert!(causes[1].contains("CPUs 64-65"));
+        assert!(causes[2].contains("powersave"));
+    }
+
+    #[test]
+    fn quiet_machine_still_gets_advice() {
+        let causes = likely_causes(&Conditions::default(), &epyc(), &[0, 64]);
+        assert_eq!(
+            causes,
+            vec!["no cause visible from here; take more or longer samples".to_string()]
+        );
+    }
+
+    #[test]
+    fn threshold_is_strict() {
+        assert!(assess(0.05, 0.05, Vec::new).is_none());
+        assert_eq!(
+            assess(0.2, 0.05, || vec!["x".into()]).unwrap().likely_causes,
+            vec!["x"]
+        );
+    }
+}
