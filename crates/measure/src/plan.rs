@@ -188,7 +188,7 @@ impl Machine<'_> {
     }
 
     fn default_bytes(&self) -> u64 {
-        (4 * self.topo.total_llc_bytes()).max(MIN_DEFAULT_BYTES)
+        self.topo.total_llc_bytes().saturating_mul(4).max(MIN_DEFAULT_BYTES)
     }
 
     /// Refuses a plan whose buffers cannot fit: free memory, hugetlb pools, THP mode.

@@ -113,4 +113,67 @@ mod tests {
             prop_assert_eq!(parse_size(&format!("{n}{}", unit.0)), Ok(n << unit.1));
         }
     }
+
+    /// Cases for the fuzz target: `MEMFABRIC_FUZZ_CASES` for long runs
+    /// (docs/RELIABILITY.md), 512 so that a plain `cargo test` stays fast.
+    /// A malformed value stops the run rather than pass off a short run as
+    /// a long one.
+    fn fuzz_config() -> ProptestConfig {
+        let cases = match std::env::var("MEMFABRIC_FUZZ_CASES") {
+            Ok(v) => v
+                .trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("MEMFABRIC_FUZZ_CASES must be a whole number, found {v:?}")),
+            Err(_) => 512,
+        };
+        // A finding becomes a named test above; a regressions file in the
+        // source tree would only duplicate it.
+        ProptestConfig {
+            cases,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    /// `64K`, ` 1 GiB`, `99999999999T`, `1.5G`, `٣K`: sizes and near misses,
+    /// around the edges of the digit/suffix split and of 64-bit overflow.
+    fn size_text() -> impl Strategy<Value = String> {
+        let number = prop_oneof![
+            4 => (0u64..5000).prop_map(|n| n.to_string()),
+            1 => any::<u64>().prop_map(|n| n.to_string()),
+            1 => (0u64..(1 << 24)).prop_map(|n| n.to_string()),
+            1 => "[0-9]{18,30}",
+            1 => "[+-]?[0-9]{0,4}[.,_x ٣０-９e][0-9]{0,3}",
+            1 => Just(String::new()),
+        ];
+        let suffix = prop::sample::select(
+            "|b|B|k|K|kb|KB|KiB|kib|KIB|m|M|MB|MiB|g|G|GB|GiB|t|T|TB|TiB|P|PiB|i|iB|K\u{301}|\u{1e31}| K|KK|K\0"
+                .split('|')
+                .collect::<Vec<_>>(),
+        );
+        let space = prop::sample::select(vec!["", "", " ", "\t", "\n", "\u{a0}", "\u{3000}"]);
+        (space.clone(), number, suffix, space).prop_map(|(a, n, unit, b)| format!("{a}{n}{unit}{b}"))
+    }
+
+    proptest! {
+        #![proptest_config(fuzz_config())]
+
+        #[test]
+        fn fuzz_parse_size(text in prop_oneof![
+            "(?s:.){0,32}",
+            size_text(),
+            prop::collection::vec(any::<u8>(), 0..32).prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
+        ]) {
+            match parse_size(&text) {
+                Ok(bytes) => {
+                    prop_assert_eq!(parse_size(&bytes.to_string()), Ok(bytes));
+                    let short = format_size(bytes);
+                    if !short.contains('.') {
+                        prop_assert_eq!(parse_size(&short), Ok(bytes));
+                    }
+                }
+                Err(e) => prop_assert!(!e.to_string().is_empty()),
+            }
+        }
+    }
 }

@@ -99,7 +99,10 @@ pub(crate) fn summarize_levels(instances: &[CacheInstance]) -> Vec<CacheLevel> {
             entry.size_bytes = inst.size_bytes;
             entry.ways = inst.ways.or(entry.ways);
         }
-        entry.total_size_bytes += inst.size_bytes;
+        // A damaged `size` file can claim up to u64::MAX bytes. Saturating
+        // keeps the read alive; no real machine comes near the limit, so a
+        // total of u64::MAX itself says that a file was damaged.
+        entry.total_size_bytes = entry.total_size_bytes.saturating_add(inst.size_bytes);
         entry.line_size_bytes = entry.line_size_bytes.max(inst.line_size_bytes.unwrap_or(0));
         entry.instances += 1;
         let sharing = u32::try_from(inst.cpus.len()).unwrap_or(u32::MAX);
@@ -184,6 +187,18 @@ mod tests {
         assert_eq!(levels[1].size_bytes, 2048 << 10);
         assert_eq!(levels[1].total_size_bytes, 3072 << 10);
         assert_eq!(levels[2].cpus_per_instance, 2);
+    }
+
+    #[test]
+    fn summary_saturates_on_absurd_sizes() {
+        // Found by fuzzing: a `size` of 18446744073709551615 next to a real
+        // 48K instance overflowed the total (a panic in debug builds).
+        let mut huge = inst(1, "Data", 0, &[0]);
+        huge.size_bytes = u64::MAX;
+        let levels = summarize_levels(&[huge, inst(1, "Data", 48, &[1])]);
+        assert_eq!(levels[0].size_bytes, u64::MAX);
+        assert_eq!(levels[0].total_size_bytes, u64::MAX);
+        assert_eq!(levels[0].instances, 2);
     }
 
     #[test]

@@ -98,9 +98,12 @@ impl Topology {
     }
 
     /// Total last-level cache in bytes, the yardstick for sizing buffers
-    /// that must miss in cache. 0 when the kernel exposes no cache data.
+    /// that must miss in cache. 0 when the kernel exposes no cache data;
+    /// saturates at `u64::MAX`, which only a damaged `size` file can reach.
     pub fn total_llc_bytes(&self) -> u64 {
-        self.l3_domains.iter().map(|d| d.size_bytes).sum()
+        self.l3_domains
+            .iter()
+            .fold(0, |total, d| total.saturating_add(d.size_bytes))
     }
 }
 
@@ -117,4 +120,42 @@ fn read_huge_pages(sysfs_root: &Path) -> Result<HugePages, TopoError> {
         thp_defrag: choice("defrag")?,
         pools: read_pools(&mm.join("hugepages"))?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::CacheDomain;
+
+    fn domain(index: usize, size_bytes: u64) -> CacheDomain {
+        CacheDomain {
+            index,
+            cache_id: None,
+            level: 3,
+            size_bytes,
+            cpus: vec![index as u32],
+            node: None,
+        }
+    }
+
+    #[test]
+    fn llc_total_saturates() {
+        // Found beside the fuzzing finding in `summarize_levels`: one L3
+        // `size` of u64::MAX next to a real one overflowed the sum (a
+        // panic in debug builds).
+        let mut topo = Topology {
+            cpus: Vec::new(),
+            packages: Vec::new(),
+            dies: Vec::new(),
+            l3_domains: vec![domain(0, 8 << 20), domain(1, u64::MAX)],
+            nodes: Vec::new(),
+            caches: Vec::new(),
+            huge_pages: HugePages::default(),
+            hmat: Vec::new(),
+            smt_active: None,
+        };
+        assert_eq!(topo.total_llc_bytes(), u64::MAX);
+        topo.l3_domains[1].size_bytes = 8 << 20;
+        assert_eq!(topo.total_llc_bytes(), 16 << 20);
+    }
 }

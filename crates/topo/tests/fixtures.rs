@@ -5,6 +5,9 @@
 //! or `tests/fixtures/capture.sh` (real machines); snapshots are refreshed
 //! with `INSTA_UPDATE=always cargo test -p memfabric-topo`.
 
+#[path = "fixtures/fuzz.rs"]
+mod fuzz;
+
 use std::path::PathBuf;
 
 use memfabric_topo::{parse_cpulist, Topology};
