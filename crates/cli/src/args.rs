@@ -78,6 +78,12 @@ pub struct LatencyArgs {
     /// Buffer size (default: 4x the total last-level cache, at least 256M)
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub size: Option<u64>,
+    /// Bytes between chase elements, a multiple of 64 (64: one load per cache line)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64")]
+    pub stride: u64,
+    /// With page-random: the window inside which the order is random (windows in random order)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub window: Option<u64>,
     /// Access order: random (one Sattolo cycle over all lines), page-random (random inside each 4 KiB page, pages in random order: few TLB misses), sequential
     #[arg(long, value_enum, default_value_t = PatternArg::Random)]
     pub pattern: PatternArg,

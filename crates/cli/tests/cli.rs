@@ -6,6 +6,14 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
+/// Measuring tests take turns: two measurements sharing 2 CPUs would measure each
+/// other, not the memory.
+static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn measuring() -> std::sync::MutexGuard<'static, ()> {
+    MEASURING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn memfabric() -> Command {
     let mut c = Command::cargo_bin("memfabric").expect("binary built");
     c.arg("--quiet");
@@ -66,7 +74,8 @@ fn bad_input_exits_2_with_one_clear_line() {
         (&["latency", "--mem-nodes", "3-1"], "--mem-nodes"),
         (&["bandwidth", "--cpu-nodes", "a"], "--cpu-nodes"),
         (&["latency", "--size", "12Q"], "not a size"),
-        (&["latency", "--size", "64T"], "free (MemFree)"),
+        (&["latency", "--size", "200G"], "free (MemFree)"),
+        (&["latency", "--size", "64T"], "more than 2^32 elements"),
         (&["latency", "--cpu", "4096"], "CPU 4096 is not online"),
         (
             &["latency", "--huge-pages", "1G", "--size", "1G"],
@@ -79,6 +88,31 @@ fn bad_input_exits_2_with_one_clear_line() {
         ),
         (&["topology", "--sysfs", "/nonexistent"], "/nonexistent"),
         (&["frobnicate"], "frobnicate"),
+        (
+            &["latency", "--stride", "100"],
+            "--stride must be a multiple of 64",
+        ),
+        (
+            &["latency", "--window", "8K"],
+            "--window applies to --pattern page-random only",
+        ),
+        (
+            &[
+                "latency",
+                "--pattern",
+                "page-random",
+                "--stride",
+                "256",
+                "--window",
+                "384",
+            ],
+            "--window must be a multiple",
+        ),
+        (&["latency", "--samples", "0"], "--samples must be at least 1"),
+        (
+            &["latency", "--cv-threshold", "0"],
+            "--cv-threshold must be a positive",
+        ),
     ];
     for (args, needle) in cases {
         let out = memfabric()
@@ -97,29 +131,63 @@ fn bad_input_exits_2_with_one_clear_line() {
 
 #[test]
 fn l1_chase_is_fast_and_verified() {
+    let _turn = measuring();
     let v = json_of(&["latency", "--size", "16K", "--samples", "15", "--sample-ms", "5"]);
     let cell = &v["result"]["cells"][0]["outcome"];
     assert_eq!(cell["status"], "ok");
     let median = cell["latency_ns"]["median"].as_f64().unwrap();
     assert!(median > 0.2 && median < 5.0, "L1 latency {median} ns");
-    assert_eq!(cell["cycle_verified_lines"], 256);
+    assert_eq!(cell["cycle_verified_elements"], 256);
     assert_eq!(cell["placement"]["verified"], true);
     assert_eq!(cell["samples_ns"].as_array().unwrap().len(), 15);
 }
 
 #[test]
+fn strided_windowed_chase_covers_every_element() {
+    let _turn = measuring();
+    let v = json_of(&[
+        "latency",
+        "--size",
+        "1M",
+        "--pattern",
+        "page-random",
+        "--window",
+        "64K",
+        "--stride",
+        "256",
+        "--samples",
+        "3",
+        "--sample-ms",
+        "2",
+    ]);
+    let r = &v["result"];
+    assert_eq!(
+        (r["stride_bytes"].as_u64(), r["window_bytes"].as_u64()),
+        (Some(256), Some(65536))
+    );
+    assert_eq!(
+        r["cells"][0]["outcome"]["cycle_verified_elements"],
+        (1 << 20) / 256
+    );
+    let plain = json_of(&["latency", "--size", "64K", "--samples", "2", "--sample-ms", "1"]);
+    assert!(plain["result"]["window_bytes"].is_null());
+}
+
+#[test]
 fn dram_chase_is_in_the_dram_range() {
+    let _turn = measuring();
     // 1 GiB: past this machine's caches (the guest reports a 480 MiB L3).
     let v = json_of(&["latency", "--size", "1G", "--samples", "5", "--sample-ms", "10"]);
     let cell = &v["result"]["cells"][0]["outcome"];
     let median = cell["latency_ns"]["median"].as_f64().unwrap();
     assert!((30.0..500.0).contains(&median), "DRAM latency {median} ns");
-    assert_eq!(cell["cycle_verified_lines"], (1u64 << 30) / 64);
+    assert_eq!(cell["cycle_verified_elements"], (1u64 << 30) / 64);
     assert_eq!(cell["placement"]["pages_sampled"], 4096);
 }
 
 #[test]
 fn bandwidth_matrix_reads_with_a_vector_kernel() {
+    let _turn = measuring();
     let v = json_of(&["bandwidth", "--matrix", "--size", "32M", "--samples", "4"]);
     let r = &v["result"];
     assert!(["avx512", "avx2", "sse2"].contains(&r["kernel"].as_str().unwrap()));
@@ -133,6 +201,7 @@ fn bandwidth_matrix_reads_with_a_vector_kernel() {
 
 #[test]
 fn forced_kernels_agree_on_the_order_of_magnitude() {
+    let _turn = measuring();
     let get = |k: &str| {
         let v = json_of(&[
             "bandwidth",
@@ -155,6 +224,7 @@ fn forced_kernels_agree_on_the_order_of_magnitude() {
 
 #[test]
 fn run_quick_measures_everything() {
+    let _turn = measuring();
     let v = json_of(&["run", "--quick"]);
     let r = &v["result"];
     assert!(!r["topology"]["nodes"].as_array().unwrap().is_empty());
@@ -205,6 +275,7 @@ fn interrupt(args: &[&str], signal: i32, after: std::time::Duration) -> (i32, Ve
 
 #[test]
 fn sigint_and_sigterm_stop_cleanly() {
+    let _turn = measuring();
     let long = ["latency", "--size", "64M", "--samples", "100000", "--json"];
     let (code, stdout, stderr, secs) = interrupt(&long, libc::SIGINT, std::time::Duration::from_millis(1500));
     assert_eq!(code, 130, "{stderr}");
@@ -229,6 +300,7 @@ fn free_2m_pages() -> Option<u64> {
 /// Needs 64 free 2 MiB pages on node 0 (.ci/run reserves them where it may).
 #[test]
 fn hugetlb_pages_are_used_and_given_back() {
+    let _turn = measuring();
     let Some(before) = free_2m_pages().filter(|&f| f >= 64) else {
         eprintln!("skipped: fewer than 64 free 2 MiB hugetlb pages on node 0");
         return;
@@ -264,6 +336,7 @@ fn hugetlb_pages_are_used_and_given_back() {
 
 #[test]
 fn restricted_cpu_set_measures_only_allowed_cpus() {
+    let _turn = measuring();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cpus < 2 || !std::path::Path::new("/usr/bin/taskset").exists() {
         eprintln!("skipped: needs taskset and 2 CPUs");

@@ -8,11 +8,7 @@ use memfabric_model::{HugePages, LatencyCell, LatencyMeasurement, LatencyReport,
 use crate::observer::Observer;
 use crate::order::successors;
 use crate::placement::{allocate_on_node, describe_mismatch, pin};
-use crate::sys::{chase, chase_count_cycle, link_chase, Chain, LINE};
-
-/// The page-random pattern shuffles inside 4 KiB pages whatever the page size, so that
-/// it means the same thing with huge pages (TLB reach changes, the pattern does not).
-const PATTERN_PAGE_BYTES: usize = 4096;
+use crate::sys::{chase, chase_count_cycle, link_chase, Chain};
 
 /// One cell: a CPU (on `cpu_node`) chasing through memory on `mem_node`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +25,11 @@ pub struct LatencyPlan {
     pub cpu_nodes: Vec<u32>,
     pub mem_nodes: Vec<u32>,
     pub size_bytes: u64,
+    /// A multiple of 64 bytes.
+    pub stride_bytes: u64,
+    /// page-random: a multiple of the stride. It stays the same whatever the page
+    /// size, so that the pattern means the same thing with huge pages.
+    pub window_bytes: u64,
     pub pattern: Pattern,
     pub huge_pages: HugePages,
     pub samples: usize,
@@ -64,7 +65,8 @@ pub fn run(plan: &LatencyPlan, obs: &dyn Observer) -> LatencyReport {
         pattern: plan.pattern,
         huge_pages: plan.huge_pages,
         size_bytes: plan.size_bytes,
-        line_bytes: LINE as u64,
+        stride_bytes: plan.stride_bytes,
+        window_bytes: (plan.pattern == Pattern::PageRandom).then_some(plan.window_bytes),
         seed: plan.seed,
         cpu_nodes: plan.cpu_nodes.clone(),
         mem_nodes: plan.mem_nodes.clone(),
@@ -91,9 +93,11 @@ fn measure_cell(
     if !placement.verified {
         return failed(describe_mismatch(&placement));
     }
-    let lines = buf.len() / LINE;
-    let succ = successors(plan.pattern, lines, PATTERN_PAGE_BYTES / LINE, plan.seed);
-    let Ok(chain) = link_chase(buf, &succ) else {
+    let stride = plan.stride_bytes as usize;
+    let elements = buf.len() / stride;
+    let per_window = (plan.window_bytes / plan.stride_bytes) as usize;
+    let succ = successors(plan.pattern, elements, per_window, plan.seed);
+    let Ok(chain) = link_chase(buf, &succ, stride) else {
         return failed("internal error: chase order is not a permutation".into());
     };
     drop(succ);
@@ -102,10 +106,10 @@ fn measure_cell(
     let Some(visited) = chase_count_cycle(&chain, &|| obs.cancelled()) else {
         return interrupted();
     };
-    if visited != chain.lines() {
+    if visited != chain.elements() {
         return failed(format!(
-            "chase returned to its start after {visited} of {} lines",
-            chain.lines()
+            "chase returned to its start after {visited} of {} elements",
+            chain.elements()
         ));
     }
     let (loads, mut p) = calibrate(&chain, plan.sample_time);
@@ -124,7 +128,7 @@ fn measure_cell(
             latency_ns,
             samples_ns,
             loads_per_sample: loads,
-            cycle_verified_lines: visited,
+            cycle_verified_elements: visited,
             placement,
             noise: None,
         }),

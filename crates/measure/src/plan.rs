@@ -77,6 +77,10 @@ pub struct Machine<'a> {
 
 pub struct LatencyOptions {
     pub size_bytes: Option<u64>,
+    /// Bytes between chase elements (64: every line).
+    pub stride_bytes: u64,
+    /// page-random only: the randomisation window (default 4 KiB, a page).
+    pub window_bytes: Option<u64>,
     pub pattern: Pattern,
     pub huge_pages: HugePages,
     pub samples: usize,
@@ -188,7 +192,10 @@ impl Machine<'_> {
     }
 
     fn default_bytes(&self) -> u64 {
-        self.topo.total_llc_bytes().saturating_mul(4).max(MIN_DEFAULT_BYTES)
+        self.topo
+            .total_llc_bytes()
+            .saturating_mul(4)
+            .max(MIN_DEFAULT_BYTES)
     }
 
     /// Refuses a plan whose buffers cannot fit: free memory, hugetlb pools, THP mode.
@@ -265,12 +272,7 @@ pub fn latency_plan(m: &Machine, sel: &Selection, opt: &LatencyOptions) -> Resul
     };
     let (pairs, mem_nodes) = m.pairs(sel, &cpu_nodes)?;
     let size_bytes = opt.size_bytes.unwrap_or_else(|| m.default_bytes());
-    if size_bytes < 2 * LINE as u64 {
-        return Err(PlanError::BadValue(format!(
-            "--size must be at least {} bytes (two cache lines)",
-            2 * LINE
-        )));
-    }
+    let window_bytes = chase_shape(size_bytes, opt)?;
     // The visit order is built in memory beside the buffer: 8 bytes per 64-byte line.
     for &node in &mem_nodes {
         m.check_fits(node, size_bytes + size_bytes / 8, opt.huge_pages)?;
@@ -292,12 +294,52 @@ pub fn latency_plan(m: &Machine, sel: &Selection, opt: &LatencyOptions) -> Resul
         cpu_nodes,
         mem_nodes,
         size_bytes,
+        stride_bytes: opt.stride_bytes,
+        window_bytes,
         pattern: opt.pattern,
         huge_pages: opt.huge_pages,
         samples: opt.samples,
         sample_time: opt.sample_time,
         seed: opt.seed,
     })
+}
+
+/// Checks stride, window and size against each other; returns the window.
+fn chase_shape(size: u64, opt: &LatencyOptions) -> Result<u64, PlanError> {
+    let stride = opt.stride_bytes;
+    let bad = |m: String| Err(PlanError::BadValue(m));
+    if stride == 0 || !stride.is_multiple_of(LINE as u64) {
+        return bad(format!(
+            "--stride must be a multiple of {LINE} bytes (a cache line), not {stride}"
+        ));
+    }
+    if size < 2 * stride {
+        return bad(format!(
+            "--size must be at least two strides ({} bytes)",
+            2 * stride
+        ));
+    }
+    if size / stride > u32::MAX as u64 {
+        return bad(format!(
+            "--size {} holds more than 2^32 elements of --stride {stride}",
+            format_size(size)
+        ));
+    }
+    match (opt.pattern, opt.window_bytes) {
+        (Pattern::PageRandom, w) => {
+            let w = w.unwrap_or(4096);
+            if w < stride || !w.is_multiple_of(stride) {
+                return bad(format!(
+                    "--window must be a multiple of --stride ({stride} bytes), not {w}"
+                ));
+            }
+            Ok(w)
+        }
+        (_, Some(_)) => Err(PlanError::Conflict(
+            "--window applies to --pattern page-random only".into(),
+        )),
+        (_, None) => Ok(size),
+    }
 }
 
 pub fn bandwidth_plan(

@@ -24,6 +24,8 @@ fn all_cpus(t: &Topology) -> Vec<u32> {
 fn lat(size: Option<u64>, huge: HugePages) -> LatencyOptions {
     LatencyOptions {
         size_bytes: size,
+        stride_bytes: 64,
+        window_bytes: None,
         pattern: Pattern::Random,
         huge_pages: huge,
         samples: 5,

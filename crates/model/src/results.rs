@@ -99,7 +99,7 @@ pub struct NodePages {
 pub enum Pattern {
     /// One Sattolo cycle over every line of the buffer.
     Random,
-    /// Random line order inside each 4 KiB page, pages in random order.
+    /// Random order inside each window (a 4 KiB page unless set), windows in random order.
     PageRandom,
     Sequential,
 }
@@ -125,7 +125,10 @@ pub struct LatencyReport {
     pub pattern: Pattern,
     pub huge_pages: HugePages,
     pub size_bytes: u64,
-    pub line_bytes: u64,
+    /// Distance between chase elements: 64 is one load per cache line.
+    pub stride_bytes: u64,
+    /// page-random only: the window inside which the order is random (4 KiB: a page).
+    pub window_bytes: Option<u64>,
     /// Seed of the random permutation, so a chase can be rebuilt exactly.
     pub seed: u64,
     /// Row and column labels of the matrix (rows: CPU nodes, columns: memory nodes).
@@ -149,8 +152,9 @@ pub struct LatencyMeasurement {
     pub samples_ns: Vec<f64>,
     /// Dependent loads timed per sample (calibrated to a sample time from the warm-up).
     pub loads_per_sample: u64,
-    /// The chase visited every line once before returning to its start.
-    pub cycle_verified_lines: u64,
+    /// Elements the validating walk visited before returning to its start: equal to
+    /// size_bytes / stride_bytes, so the chase is one cycle through every element.
+    pub cycle_verified_elements: u64,
     pub placement: Placement,
     /// Set when the samples spread more than the noise threshold allows.
     pub noise: Option<Noise>,

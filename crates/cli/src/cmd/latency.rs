@@ -29,6 +29,8 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &LatencyArgs) -> Result<LatencyRep
     let machine = common::machine(topo)?;
     let options = LatencyOptions {
         size_bytes: a.size,
+        stride_bytes: a.stride,
+        window_bytes: a.window,
         pattern: a.pattern.into(),
         huge_pages: a.common.huge_pages.into(),
         samples: a.common.samples,
@@ -44,10 +46,14 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &LatencyArgs) -> Result<LatencyRep
 }
 
 pub fn render(r: &LatencyReport) -> String {
+    let window = r
+        .window_bytes
+        .map_or(String::new(), |w| format!(" in {} windows", format_size(w)));
     let title = format!(
-        "Idle latency, median ns per load ({} chase over {}, huge pages: {}, one load per 64-byte line)",
+        "Idle latency, median ns per load ({}{window} chase over {}, {}-byte stride, huge pages: {})",
         common::json_name(&r.pattern),
         format_size(r.size_bytes),
+        r.stride_bytes,
         common::json_name(&r.huge_pages),
     );
     let cell = |c: u32, m: u32| {

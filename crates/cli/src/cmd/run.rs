@@ -32,6 +32,8 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
         select: matrix(),
         cpu: None,
         size,
+        stride: 64,
+        window: None,
         pattern: PatternArg::Random,
         common: Common {
             huge_pages: HugeArg::Off,

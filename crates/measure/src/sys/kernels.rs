@@ -2,33 +2,43 @@
 
 use super::Buffer;
 
-/// Bytes per chase element: one access per cache line.
+/// A cache line: the smallest chase stride, and the alignment of every element.
 pub const LINE: usize = 64;
 
-/// A buffer whose lines each hold a pointer to the next line of one cycle.
-/// Only `link_chase` makes one, so `chase` can trust every pointer it follows.
+/// A buffer cut into elements of `stride` bytes, each holding a pointer to the next
+/// element of one cycle. Only `link_chase` makes one, so `chase` can trust every
+/// pointer it follows.
 pub struct Chain {
     buf: Buffer,
-    lines: u64,
+    stride: usize,
+    elements: u64,
 }
 
-/// Writes into each line `i` of the buffer a pointer to line `succ[i]`. `succ` must be
-/// a permutation of 0..n where n = buf.len() / LINE; anything else is refused.
-pub fn link_chase(mut buf: Buffer, succ: &[u32]) -> Result<Chain, Buffer> {
-    let n = buf.len() / LINE;
+/// Writes into each element `i` of the buffer a pointer to element `succ[i]`. The
+/// stride must be a multiple of LINE, and `succ` a permutation of 0..n where
+/// n = buf.len() / stride; anything else is refused.
+pub fn link_chase(mut buf: Buffer, succ: &[u32], stride: usize) -> Result<Chain, Buffer> {
+    if stride == 0 || !stride.is_multiple_of(LINE) {
+        return Err(buf);
+    }
+    let n = buf.len() / stride;
     if succ.len() != n || !is_permutation(succ) {
         return Err(buf);
     }
     let base = buf.as_mut_slice().as_mut_ptr();
     for (line, &next) in succ.iter().enumerate() {
         // SAFETY: both indices are < n (checked permutation), so both addresses lie
-        // inside the buffer, and each line start is 8-byte aligned (LINE-aligned).
+        // inside the buffer, and each element start is 8-byte aligned (LINE-aligned).
         unsafe {
-            let slot = base.add(line * LINE) as *mut *const u8;
-            slot.write(base.add(next as usize * LINE));
+            let slot = base.add(line * stride) as *mut *const u8;
+            slot.write(base.add(next as usize * stride));
         }
     }
-    Ok(Chain { buf, lines: n as u64 })
+    Ok(Chain {
+        buf,
+        stride,
+        elements: n as u64,
+    })
 }
 
 fn is_permutation(order: &[u32]) -> bool {
@@ -43,8 +53,8 @@ fn is_permutation(order: &[u32]) -> bool {
 }
 
 impl Chain {
-    pub fn lines(&self) -> u64 {
-        self.lines
+    pub fn elements(&self) -> u64 {
+        self.elements
     }
 
     pub fn buffer(&self) -> &Buffer {
@@ -61,7 +71,8 @@ impl Chain {
 pub fn chase(chain: &Chain, from: *const u8, steps: u64) -> *const u8 {
     let base = chain.buf.as_ptr() as usize;
     assert!(
-        (from as usize).wrapping_sub(base) < chain.buf.len() && (from as usize - base).is_multiple_of(LINE),
+        (from as usize).wrapping_sub(base) < chain.buf.len()
+            && (from as usize - base).is_multiple_of(chain.stride),
         "chase start outside its chain"
     );
     let mut p = from;
@@ -85,16 +96,16 @@ pub fn chase(chain: &Chain, from: *const u8, steps: u64) -> *const u8 {
     p
 }
 
-/// Walks the chain from its start until it returns there (at most `lines` steps)
-/// and returns the number of steps: equal to `lines` exactly when the chase is one
-/// cycle through every line. Doubles as the warm-up pass. Walks in slices so that
+/// Walks the chain from its start until it returns there (at most `elements` steps)
+/// and returns the number of steps: equal to `elements` exactly when the chase is one
+/// cycle through every element. Doubles as the warm-up pass. Walks in slices so that
 /// `stop()` is asked every few milliseconds; returns None if it said stop.
 pub fn chase_count_cycle(chain: &Chain, stop: &dyn Fn() -> bool) -> Option<u64> {
     const SLICE: u64 = 1 << 16;
     let start = chain.start();
     let mut p = start;
     let mut steps = 0;
-    while steps < chain.lines {
+    while steps < chain.elements {
         if steps % SLICE == 0 && stop() {
             return None;
         }
