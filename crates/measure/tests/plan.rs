@@ -163,8 +163,11 @@ fn memory_and_huge_pages_are_checked_before_allocating() {
         allowed_cpus: all_cpus(&t),
         topo: &t,
     };
-    let e = latency_plan(&m, &Selection::default(), &lat(Some(1 << 40), HugePages::Off)).unwrap_err();
+    let e = latency_plan(&m, &Selection::default(), &lat(Some(200 << 30), HugePages::Off)).unwrap_err();
     assert!(matches!(e, PlanError::TooLarge { node: 0, .. }), "{e}");
+    // A chase indexes elements with u32: 1 TiB of 64-byte lines is too many.
+    let e = latency_plan(&m, &Selection::default(), &lat(Some(1 << 40), HugePages::Off)).unwrap_err();
+    assert!(e.to_string().contains("2^32 elements"), "{e}");
     // Node 0 has one free 1 GiB page in the fixture: 2 GiB needs another.
     let e = latency_plan(&m, &Selection::default(), &lat(Some(2 << 30), HugePages::Huge1G)).unwrap_err();
     let text = e.to_string();
