@@ -23,8 +23,9 @@ mount -t tmpfs tmpfs /tmp
 exec </dev/console >/dev/console 2>&1
 hostname memfabric-vm
 
-# Keep further kernel messages off the console.
-dmesg -n 1
+# Results travel on ttyS1, so kernel messages on the console (ttyS0) cannot
+# mix with them: keep errors, oopses and panics visible there.
+dmesg -n 4
 
 log() { echo "memfabric-vm: $*"; }
 

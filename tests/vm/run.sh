@@ -225,6 +225,8 @@ QEMU=(
     -smbios type=4,sock_pfx=CPU,manufacturer=Acme,version=Acme-Sim-CPU,max-speed=3000,current-speed=2400
     -smbios type=17,loc_pfx=DIMM,speed=4800,manufacturer=Acme,part=ACME-DDR5-16G
     -nodefaults -display none -no-reboot
+    # a guest reset (triple fault) or shutdown is otherwise silent: log it
+    -d guest_errors,cpu_reset -D "$WORK/qemu-debug.log"
     -serial "file:$CONSOLE_LOG"
     -serial "file:$RESULTS_LOG"
     -kernel "$KERNEL"
@@ -234,7 +236,10 @@ QEMU=(
     # the tick path livelocks multi-threaded TCG (QEMU 7.2) in a few % of boots.
     # Without it the guest marks the TSC unstable early (AMD-like CPU, no
     # constant_tsc), never flips the key, and uses the HPET clocksource.
-    -append "console=ttyS0 panic=-1 quiet loglevel=3 memfabric.cmd_timeout=$CMD_TIMEOUT${MEMFABRIC_VM_APPEND:+ $MEMFABRIC_VM_APPEND}"
+    # nokaslr: with physical KASLR the kernel image lands on node 0, 1 or 2 at
+    # random, moving ~100 MB of reserved memory between nodes from boot to
+    # boot; without it per-node MemTotal is the same every boot.
+    -append "console=ttyS0 panic=-1 quiet loglevel=3 nokaslr memfabric.cmd_timeout=$CMD_TIMEOUT${MEMFABRIC_VM_APPEND:+ $MEMFABRIC_VM_APPEND}"
 )
 # readable, copy-pasteable record of the exact command line
 for w in timeout "$QEMU_TIMEOUT" "${QEMU[@]}"; do
@@ -248,7 +253,7 @@ echo >>"$WORK/qemu-cmdline.txt"
 QEMU_PID=""
 cleanup() { [[ -z "$QEMU_PID" ]] || kill "$QEMU_PID" 2>/dev/null || true; }
 trap cleanup EXIT
-rm -f "$WORK"/console.hung-*.log
+rm -f "$WORK"/console.hung-*.log "$WORK/qemu-debug.log"
 t=$(now)
 for attempt in $(seq 1 "$BOOT_ATTEMPTS"); do
     rm -f "$CONSOLE_LOG" "$RESULTS_LOG"
@@ -303,8 +308,16 @@ fi
 # 5. Extract + 6. check
 # ---------------------------------------------------------------------------
 t=$(now)
-python3 "$HERE/extract.py" "$RESULTS_LOG" "$OUT" "$WORK/expected-commands.txt" \
-    || { guest_log_tail; die "could not extract results from $RESULTS_LOG"; }
+if ! python3 "$HERE/extract.py" "$RESULTS_LOG" "$OUT" "$WORK/expected-commands.txt"; then
+    guest_log_tail
+    running="$(tr -d '\r' <"$CONSOLE_LOG" 2>/dev/null | grep 'memfabric-vm: running ' | tail -n 1 || true)"
+    [[ -z "$running" ]] || echo "[vm] guest stopped while ${running#memfabric-vm: }" >&2
+    if grep -qi 'triple fault' "$WORK/qemu-debug.log" 2>/dev/null \
+        && ! tr -d '\r' <"$CONSOLE_LOG" | grep -q 'reboot: Power down'; then
+        echo "[vm] the guest triple-faulted (see $WORK/qemu-debug.log)" >&2
+    fi
+    die "could not extract all results from $RESULTS_LOG"
+fi
 set +e
 python3 "$HERE/check.py" "$OUT"
 crc=$?
