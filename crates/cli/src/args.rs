@@ -13,6 +13,12 @@ Sizes take binary suffixes: 64K = 65536 bytes, 256M, 1G, 1GiB.
 GB/s means 10^9 bytes per second.
 Exit codes: 0 success, 1 a measurement failed, 2 bad input or usage.";
 
+/// Seed of the latency chase when none is given, so runs rebuild the same cycle.
+pub const DEFAULT_SEED: u64 = 0x6d65_6d66;
+
+/// --cv-threshold when none is given, in percent.
+pub const DEFAULT_CV_PERCENT: f64 = 100.0 * memfabric_measure::noise::DEFAULT_THRESHOLD_CV;
+
 #[derive(Debug, Parser)]
 #[command(name = "memfabric", version, about = "Map a machine's memory fabric: latency and bandwidth between every CPU node and every memory node", after_help = AFTER_HELP)]
 pub struct Cli {
@@ -93,7 +99,7 @@ pub struct LatencyArgs {
     #[arg(long, value_name = "MS", default_value_t = 20)]
     pub sample_ms: u64,
     /// Seed of the random chase, to rebuild the exact same permutation
-    #[arg(long, default_value_t = 0x6d65_6d66)]
+    #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
 }
 
@@ -123,7 +129,7 @@ pub struct Common {
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub samples: usize,
     /// Flag results whose coefficient of variation exceeds this many percent, and name likely causes
-    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_CV_PERCENT)]
     pub cv_threshold: f64,
 }
 

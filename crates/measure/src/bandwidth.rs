@@ -9,7 +9,7 @@ use memfabric_model::{
     BandwidthCell, BandwidthMeasurement, BandwidthReport, HugePages, Outcome, Placement, Summary,
 };
 
-use crate::observer::Observer;
+use crate::observer::{interrupted, Observer};
 use crate::placement::{allocate_on_node, describe_mismatch, pin};
 use crate::sys::{read_kernel, ReadKernel, READ_BLOCK};
 
@@ -42,9 +42,7 @@ pub fn run(plan: &BandwidthPlan, obs: &dyn Observer) -> BandwidthReport {
         .iter()
         .map(|spec| {
             let outcome = if obs.cancelled() {
-                Outcome::Skipped {
-                    reason: "interrupted".into(),
-                }
+                interrupted()
             } else {
                 measure_cell(plan, spec, obs)
             };
@@ -195,9 +193,7 @@ fn summarize(plan: &BandwidthPlan, results: Vec<ThreadResult>) -> Outcome<Bandwi
             placement: placements,
             noise: None,
         }),
-        None => Outcome::Skipped {
-            reason: "interrupted before the first sample".into(),
-        },
+        None => interrupted(),
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use memfabric_model::{HugePages, LatencyCell, LatencyMeasurement, LatencyReport, Outcome, Pattern, Summary};
 
-use crate::observer::Observer;
+use crate::observer::{interrupted, Observer};
 use crate::order::successors;
 use crate::placement::{allocate_on_node, describe_mismatch, pin};
 use crate::sys::{chase, chase_count_cycle, link_chase, Chain};
@@ -133,12 +133,6 @@ fn measure_cell(
             noise: None,
         }),
         None => interrupted(),
-    }
-}
-
-fn interrupted<T>() -> Outcome<T> {
-    Outcome::Skipped {
-        reason: "interrupted".into(),
     }
 }
 

@@ -18,3 +18,10 @@ pub trait Observer: Sync {
 pub struct Silent;
 
 impl Observer for Silent {}
+
+/// What a cell reports when a stop was asked for before or during it.
+pub fn interrupted<T>() -> memfabric_model::Outcome<T> {
+    memfabric_model::Outcome::Skipped {
+        reason: "interrupted".into(),
+    }
+}

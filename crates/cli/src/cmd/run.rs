@@ -38,10 +38,10 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
         common: Common {
             huge_pages: HugeArg::Off,
             samples,
-            cv_threshold: 5.0,
+            cv_threshold: args::DEFAULT_CV_PERCENT,
         },
         sample_ms: if a.quick { 10 } else { 20 },
-        seed: 0x6d65_6d66,
+        seed: args::DEFAULT_SEED,
     };
     let bandwidth = BandwidthArgs {
         select: matrix(),
@@ -51,7 +51,7 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
         common: Common {
             huge_pages: HugeArg::Off,
             samples,
-            cv_threshold: 5.0,
+            cv_threshold: args::DEFAULT_CV_PERCENT,
         },
     };
     let report = RunReport {
