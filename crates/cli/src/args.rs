@@ -5,9 +5,52 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use memfabric_measure::registry;
-use memfabric_model::{HugePages, Pattern};
+use memfabric_model::{HugePages, Mix, Pattern};
 
 const AFTER_HELP: &str = "\
+Lists of CPUs and nodes use Linux syntax: 0-3,8,10-11.
+Sizes take binary suffixes: 64K = 65536 bytes, 256M, 1G, 1GiB.
+GB/s means 10^9 bytes per second.
+Exit codes: 0 success, 1 a measurement failed, 2 bad input or usage.";
+
+const BANDWIDTH_HELP: &str = "\
+Mixes (each thread runs it over its own arrays of 8-byte doubles, s = 3):
+  read      loads only
+  write     a[i] = s, regular stores (each written line is read first: write-allocate)
+  write-nt  a[i] = s, non-temporal (streaming) stores and a store fence
+  3:1 2:1 1:1  that many read streams beside one write stream
+  rmw       a[i] += s
+  copy      a[i] = b[i]            copy-nt   the same with streaming stores
+  triad     a[i] = b[i] + s*c[i]   triad-nt  the same with streaming stores
+Bytes are counted as STREAM counts them: bytes the program reads plus bytes it
+writes; the write-allocate read of a regular store is extra traffic, not counted.
+Arrays a mix writes are checked after timing; a wrong element fails the cell.
+
+Examples:
+  memfabric bandwidth --mix all                 every mix, each node's own memory
+  memfabric bandwidth --mix read,triad --matrix  every CPU node x every memory node
+  memfabric bandwidth --threads 1,2,4,8         bandwidth vs thread count
+  memfabric bandwidth --per-domain --fclk 1600  each L3 domain alone, then adding up
+
+Lists of CPUs and nodes use Linux syntax: 0-3,8,10-11.
+Sizes take binary suffixes: 64K = 65536 bytes, 256M, 1G, 1GiB.
+GB/s means 10^9 bytes per second.
+Exit codes: 0 success, 1 a measurement failed, 2 bad input or usage.";
+
+const STREAM_HELP: &str = "\
+Runs STREAM 5.10's Copy (c = a), Scale (b = s*c), Add (c = a + b) and Triad
+(a = b + s*c) the way STREAM does: three arrays split into one contiguous part per
+thread, each part first-touched by its own pinned thread; --ntimes passes of the
+four kernels, the first not counted; bytes counted 16, 16, 24 and 24 per element;
+the arrays checked against the same operations on scalars (relative error 1e-13).
+Best GB/s is STREAM's Best Rate MB/s divided by 1000. To compare with STREAM,
+give the same array size: STREAM_ARRAY_SIZE=N is --size 8*N bytes.
+
+Examples:
+  memfabric stream                        every allowed CPU, arrays 4x the LLC
+  memfabric stream --size 1600000000      STREAM_ARRAY_SIZE=200000000
+  memfabric stream --threads 1            one thread
+
 Lists of CPUs and nodes use Linux syntax: 0-3,8,10-11.
 Sizes take binary suffixes: 64K = 65536 bytes, 256M, 1G, 1GiB.
 GB/s means 10^9 bytes per second.
@@ -40,8 +83,10 @@ pub enum Command {
     Topology(TopologyArgs),
     #[command(about = registry::LATENCY.about, after_help = AFTER_HELP)]
     Latency(LatencyArgs),
-    #[command(about = registry::BANDWIDTH.about, after_help = AFTER_HELP)]
+    #[command(about = registry::BANDWIDTH.about, after_help = BANDWIDTH_HELP)]
     Bandwidth(BandwidthArgs),
+    #[command(about = registry::STREAM.about, after_help = STREAM_HELP)]
+    Stream(StreamArgs),
     /// List the measurements memfabric offers and what each reports
     List,
 }
@@ -107,10 +152,19 @@ pub struct LatencyArgs {
 pub struct BandwidthArgs {
     #[command(flatten)]
     pub select: Selection,
-    /// Threads per CPU node, one per CPU in node order (default: every allowed CPU of the node)
-    #[arg(long, value_name = "N")]
-    pub threads: Option<usize>,
-    /// Buffer size per thread (default: 4x the total last-level cache split over the threads, at least 64M each)
+    /// Access mixes, comma-separated, or all (see below)
+    #[arg(long, value_name = "MIX", value_parser = parse_mixes, default_value = "read")]
+    pub mix: Mixes,
+    /// Thread counts, one measurement each, threads on the node's CPUs in order (e.g. 1,2,4,8; default: every allowed CPU of the node)
+    #[arg(long, value_name = "LIST", value_parser = parse_counts)]
+    pub threads: Option<Counts>,
+    /// Each L3 domain (CCX/CCD, sub-NUMA cluster, socket) alone, then domains added one by one
+    #[arg(long)]
+    pub per_domain: bool,
+    /// With --per-domain: the fabric clock in MHz, to give bytes per fabric cycle
+    #[arg(long, value_name = "MHZ", requires = "per_domain")]
+    pub fclk: Option<f64>,
+    /// Bytes of each array of each thread (default: 4x the total last-level cache split over the threads, at least 64M)
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub size: Option<u64>,
     /// Vector kernel (default: the widest this CPU supports)
@@ -118,6 +172,34 @@ pub struct BandwidthArgs {
     pub kernel: KernelArg,
     #[command(flatten)]
     pub common: Common,
+}
+
+#[derive(Debug, Args)]
+pub struct StreamArgs {
+    /// CPU nodes whose CPUs run threads (default: every node with CPUs this process may use)
+    #[arg(long, value_name = "LIST", value_parser = parse_list)]
+    pub cpu_nodes: Option<IdList>,
+    /// The one memory node for all arrays (default: each thread's part on its own node)
+    #[arg(long, value_name = "NODE", value_parser = parse_list)]
+    pub mem_nodes: Option<IdList>,
+    /// Threads, on the selected nodes' CPUs in order (default: every allowed CPU)
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Bytes of each of the three arrays, all threads together (default: 4x the total last-level cache, at least 256M)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Passes of the four kernels; the first is not counted (STREAM's NTIMES)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub ntimes: usize,
+    /// Page size: off (4 KiB, THP refused), thp (transparent huge pages), 2M or 1G (reserved hugetlb pages)
+    #[arg(long, value_enum, default_value_t = HugeArg::Off)]
+    pub huge_pages: HugeArg,
+    /// Vector kernel (default: the widest this CPU supports)
+    #[arg(long, value_enum, default_value_t = KernelArg::Auto)]
+    pub kernel: KernelArg,
+    /// Flag functions whose passes spread more than this many percent
+    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_CV_PERCENT)]
+    pub cv_threshold: f64,
 }
 
 #[derive(Debug, Args)]
@@ -177,6 +259,7 @@ pub enum KernelArg {
     Avx512,
     Avx2,
     Sse2,
+    Neon,
     Scalar,
 }
 
@@ -194,4 +277,37 @@ fn parse_list(s: &str) -> Result<IdList, String> {
 
 fn parse_size(s: &str) -> Result<u64, String> {
     memfabric_model::parse_size(s).map_err(|e| e.to_string())
+}
+
+/// Mixes as given to --mix, in the order given, without repeats.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mixes(pub Vec<Mix>);
+
+fn parse_mixes(s: &str) -> Result<Mixes, String> {
+    let mut out = Vec::new();
+    for word in s.split(',').map(str::trim) {
+        let add: Vec<Mix> = if word == "all" {
+            Mix::ALL.to_vec()
+        } else {
+            vec![word.parse::<Mix>().map_err(|e| e.to_string())?]
+        };
+        for m in add {
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+    }
+    Ok(Mixes(out))
+}
+
+/// Thread counts as given to --threads: 1,2,4 or ranges such as 1-4.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counts(pub Vec<usize>);
+
+fn parse_counts(s: &str) -> Result<Counts, String> {
+    let v = memfabric_topo::parse_cpulist(s).map_err(|e| e.to_string())?;
+    if v.is_empty() || v.contains(&0) {
+        return Err("thread counts must be 1 or more".into());
+    }
+    Ok(Counts(v.into_iter().map(|n| n as usize).collect()))
 }

@@ -24,6 +24,7 @@ fn main() -> ExitCode {
         Command::Topology(a) => cmd::topology::run(&ctx, a),
         Command::Latency(a) => cmd::latency::run(&ctx, a),
         Command::Bandwidth(a) => cmd::bandwidth::run(&ctx, a),
+        Command::Stream(a) => cmd::stream::run(&ctx, a),
         Command::List => cmd::list::run(&ctx),
     };
     match result {

@@ -8,6 +8,13 @@ use serde_json::Value;
 
 /// Measuring tests take turns: two measurements sharing 2 CPUs would measure each
 /// other, not the memory.
+#[path = "cli/bandwidth.rs"]
+mod bandwidth;
+
+fn cell_mix(cell: &Value) -> &str {
+    cell["mix"].as_str().expect("cell mix")
+}
+
 static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn measuring() -> std::sync::MutexGuard<'static, ()> {
@@ -55,7 +62,7 @@ fn topology_tables_per_fixture() {
 #[test]
 fn topology_json_has_schema_and_no_foreign_environment() {
     let v = json_of(&["topology", "--sysfs", fixture("cxl-cpuless").to_str().unwrap()]);
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["command"], "topology");
     assert!(v["environment"].is_null(), "a saved tree is not this machine");
     let nodes = v["result"]["nodes"].as_array().unwrap();
@@ -190,7 +197,8 @@ fn bandwidth_matrix_reads_with_a_vector_kernel() {
     let _turn = measuring();
     let v = json_of(&["bandwidth", "--matrix", "--size", "32M", "--samples", "4"]);
     let r = &v["result"];
-    assert!(["avx512", "avx2", "sse2"].contains(&r["kernel"].as_str().unwrap()));
+    assert!(["avx512", "avx2", "sse2", "neon"].contains(&r["kernel"].as_str().unwrap()));
+    assert_eq!(cell_mix(&r["cells"][0]), "read");
     let cell = &r["cells"][0];
     let gbs = cell["outcome"]["bandwidth_gb_s"]["median"].as_f64().unwrap();
     assert!((0.5..2000.0).contains(&gbs), "{gbs} GB/s");

@@ -1,20 +1,32 @@
-//! Read bandwidth: every CPU of a node reads its own buffer on one memory node with a
-//! hand-written vector kernel, all threads released together by a barrier.
-
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Barrier;
-use std::time::Instant;
+//! Bandwidth of an access mix: each thread owns its arrays on one memory node and runs
+//! the mix's kernel over them, all threads released together. Arrays a mix writes are
+//! checked after timing, as STREAM checks its own.
 
 use memfabric_model::{
-    BandwidthCell, BandwidthMeasurement, BandwidthReport, HugePages, Outcome, Placement, Summary,
+    BandwidthCell, BandwidthMeasurement, BandwidthReport, HugePages, Mix, MixInfo, Outcome, Summary,
 };
 
 use crate::observer::{interrupted, Observer};
-use crate::placement::{allocate_on_node, describe_mismatch, pin};
-use crate::sys::{read_kernel, ReadKernel, READ_BLOCK};
+use crate::sys::{run_pass, Isa, Op, Pass, BLOCK_ELEMENTS};
+use crate::team::{self, Arrays, Member};
+
+/// The `s` of every kernel that takes one (STREAM's value).
+pub const SCALAR: f64 = 3.0;
+
+/// How every thread of a measurement runs its kernel.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KernelOptions {
+    pub isa: Isa,
+    /// Bytes of each of a thread's arrays: whole blocks of BLOCK_ELEMENTS doubles.
+    pub array_bytes: u64,
+    pub huge_pages: HugePages,
+    /// Timed samples, after one discarded warm-up pass.
+    pub samples: usize,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BandwidthCellSpec {
+    pub mix: Mix,
     pub cpu_node: u32,
     pub mem_node: u32,
     pub cpus: Vec<u32>,
@@ -23,17 +35,12 @@ pub struct BandwidthCellSpec {
 #[derive(Debug, Clone)]
 pub struct BandwidthPlan {
     pub cells: Vec<BandwidthCellSpec>,
+    pub mixes: Vec<Mix>,
     pub cpu_nodes: Vec<u32>,
     pub mem_nodes: Vec<u32>,
-    /// A multiple of READ_BLOCK.
-    pub buffer_bytes_per_thread: u64,
-    pub huge_pages: HugePages,
-    pub samples: usize,
-    pub kernel: ReadKernel,
+    pub thread_counts: Vec<usize>,
+    pub kernel: KernelOptions,
 }
-
-pub const BYTE_COUNTING: &str =
-    "bytes the program reads (STREAM convention); no writes, so no write-allocate traffic";
 
 pub fn run(plan: &BandwidthPlan, obs: &dyn Observer) -> BandwidthReport {
     obs.begin("bandwidth", plan.cells.len() as u64);
@@ -41,13 +48,24 @@ pub fn run(plan: &BandwidthPlan, obs: &dyn Observer) -> BandwidthReport {
         .cells
         .iter()
         .map(|spec| {
-            let outcome = if obs.cancelled() {
-                interrupted()
-            } else {
-                measure_cell(plan, spec, obs)
-            };
-            obs.advance(&format!("node {} -> node {}", spec.cpu_node, spec.mem_node));
+            let members: Vec<Member> = spec
+                .cpus
+                .iter()
+                .map(|&cpu| Member {
+                    cpu,
+                    mem_node: spec.mem_node,
+                })
+                .collect();
+            let outcome = measure(spec.mix, &members, &plan.kernel, obs);
+            obs.advance(&format!(
+                "{} node {} -> node {}, {} threads",
+                spec.mix,
+                spec.cpu_node,
+                spec.mem_node,
+                spec.cpus.len()
+            ));
             BandwidthCell {
+                mix: spec.mix,
                 cpu_node: spec.cpu_node,
                 mem_node: spec.mem_node,
                 cpus: spec.cpus.clone(),
@@ -57,147 +75,192 @@ pub fn run(plan: &BandwidthPlan, obs: &dyn Observer) -> BandwidthReport {
         .collect();
     obs.finish();
     BandwidthReport {
-        mix: "read".into(),
-        kernel: plan.kernel.name().into(),
-        huge_pages: plan.huge_pages,
-        buffer_bytes_per_thread: plan.buffer_bytes_per_thread,
-        byte_counting: BYTE_COUNTING.into(),
+        kernel: plan.kernel.isa.name().into(),
+        huge_pages: plan.kernel.huge_pages,
+        array_bytes_per_thread: plan.kernel.array_bytes,
+        mixes: plan.mixes.iter().map(|&m| MixInfo::of(m)).collect(),
         cpu_nodes: plan.cpu_nodes.clone(),
         mem_nodes: plan.mem_nodes.clone(),
+        thread_counts: plan.thread_counts.clone(),
         cells,
     }
 }
 
-/// What one thread brings back: its placement and its (start, end) per round.
-type ThreadResult = Result<(Placement, Vec<(Instant, Instant)>), String>;
-
-fn measure_cell(
-    plan: &BandwidthPlan,
-    spec: &BandwidthCellSpec,
-    obs: &dyn Observer,
-) -> Outcome<BandwidthMeasurement> {
-    let ready = Barrier::new(spec.cpus.len());
-    let go = Barrier::new(spec.cpus.len());
-    let failed = AtomicBool::new(false);
-    let stop = AtomicBool::new(false);
-    let shared = Shared {
-        plan,
-        ready: &ready,
-        go: &go,
-        failed: &failed,
-        stop: &stop,
-        obs,
-    };
-    let results: Vec<ThreadResult> = std::thread::scope(|s| {
-        let handles: Vec<_> = spec
-            .cpus
-            .iter()
-            .map(|&cpu| {
-                let shared = &shared;
-                let node = spec.mem_node;
-                s.spawn(move || shared.thread(cpu, node))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("reader thread panicked".into())))
-            .collect()
-    });
-    summarize(plan, results)
-}
-
-struct Shared<'a> {
-    plan: &'a BandwidthPlan,
-    ready: &'a Barrier,
-    go: &'a Barrier,
-    failed: &'a AtomicBool,
-    stop: &'a AtomicBool,
-    obs: &'a dyn Observer,
-}
-
-impl Shared<'_> {
-    /// Every thread passes every barrier the same number of times, whether its own
-    /// setup failed or not, so no thread is ever left waiting.
-    fn thread(&self, cpu: u32, node: u32) -> ThreadResult {
-        let setup = pin(cpu).map_err(|e| e.to_string()).and_then(|aff| {
-            allocate_on_node(
-                self.plan.buffer_bytes_per_thread as usize,
-                node,
-                self.plan.huge_pages,
-                aff,
-            )
-            .map_err(|e| e.to_string())
-        });
-        let setup = setup.and_then(|(mut buf, placement)| {
-            if !placement.verified {
-                return Err(describe_mismatch(&placement));
-            }
-            // Distinct non-zero data, so the loads read real values.
-            for (i, b) in buf.as_mut_slice().iter_mut().enumerate() {
-                *b = (i as u8).wrapping_mul(31).wrapping_add(cpu as u8);
-            }
-            Ok((buf, placement))
-        });
-        if setup.is_err() {
-            self.failed.store(true, Ordering::SeqCst);
-        }
-        let mut times = Vec::with_capacity(self.plan.samples + 1);
-        for _ in 0..=self.plan.samples {
-            // Round start: the leader decides, between two barriers, whether all go on.
-            if self.ready.wait().is_leader() && (self.obs.cancelled() || self.failed.load(Ordering::SeqCst)) {
-                self.stop.store(true, Ordering::SeqCst);
-            }
-            self.go.wait();
-            if self.stop.load(Ordering::SeqCst) {
-                break;
-            }
-            if let Ok((buf, _)) = &setup {
-                let t0 = Instant::now();
-                std::hint::black_box(read_kernel(self.plan.kernel, buf.as_slice()));
-                times.push((t0, Instant::now()));
-            }
-        }
-        setup.map(|(_, placement)| (placement, times))
+/// The kernel operation of a mix, and whether it stores non-temporally.
+pub fn op_of(mix: Mix) -> (Op, bool) {
+    match mix {
+        Mix::Read => (Op::Read, false),
+        Mix::Write => (Op::Fill, false),
+        Mix::WriteNt => (Op::Fill, true),
+        Mix::Ratio3to1 => (Op::Ratio(3), false),
+        Mix::Ratio2to1 => (Op::Ratio(2), false),
+        Mix::Ratio1to1 => (Op::Ratio(1), false),
+        Mix::Rmw => (Op::Rmw, false),
+        Mix::Copy => (Op::Copy, false),
+        Mix::CopyNt => (Op::Copy, true),
+        Mix::Triad => (Op::Triad, false),
+        Mix::TriadNt => (Op::Triad, true),
     }
 }
 
-fn summarize(plan: &BandwidthPlan, results: Vec<ThreadResult>) -> Outcome<BandwidthMeasurement> {
-    let mut placements = Vec::new();
-    let mut per_thread = Vec::new();
+/// One mix on a group of threads, each with its own arrays on its member's node.
+pub fn measure(
+    mix: Mix,
+    members: &[Member],
+    k: &KernelOptions,
+    obs: &dyn Observer,
+) -> Outcome<BandwidthMeasurement> {
+    if obs.cancelled() {
+        return interrupted();
+    }
+    let (op, non_temporal) = op_of(mix);
+    let pass = Pass {
+        op,
+        isa: k.isa,
+        non_temporal,
+        scalar: SCALAR,
+    };
+    let elements = (k.array_bytes / 8) as usize;
+    let setup = |m: Member| {
+        let mut arrays = Arrays::new(m, op.arrays(), elements, k.huge_pages)?;
+        fill(mix, &mut arrays.slices());
+        Ok(arrays)
+    };
+    let round = |a: &mut Arrays, _: usize| {
+        std::hint::black_box(run_pass(&pass, &mut a.slices()));
+    };
+    let finish = |mut a: Arrays, passes: usize| {
+        let checked = validate(mix, &a.slices(), passes)?;
+        Ok((a.placement, checked))
+    };
+    let results = team::run(members, k.samples + 1, obs, &setup, &round, &finish);
+    let mut placement = Vec::new();
+    let mut times = Vec::new();
+    let mut validated_elements = 0;
     for r in results {
         match r {
-            Ok((p, t)) => {
-                placements.push(p);
-                per_thread.push(t);
+            Ok(((p, checked), t)) => {
+                placement.push(p);
+                validated_elements += checked;
+                times.push(t);
             }
             Err(reason) => return Outcome::Failed { reason },
         }
     }
-    let threads = per_thread.len() as u64;
-    let bytes_per_sample = plan.buffer_bytes_per_thread * threads;
-    let rounds = per_thread.iter().map(Vec::len).min().unwrap_or(0);
-    // Round 0 is the warm-up. A round lasts from the first thread's start to the last
-    // thread's end, so a straggler lowers the figure instead of hiding.
-    let samples_gb_s: Vec<f64> = (1..rounds)
-        .map(|r| {
-            let start = per_thread.iter().map(|t| t[r].0).min().expect("threads");
-            let end = per_thread.iter().map(|t| t[r].1).max().expect("threads");
-            bytes_per_sample as f64 / (end - start).as_nanos().max(1) as f64
-        })
+    let bytes_per_sample = members.len() as u64 * elements as u64 * mix.bytes_per_element();
+    // Round 0 is the warm-up.
+    let samples_gb_s: Vec<f64> = team::round_seconds(&times)
+        .iter()
+        .skip(1)
+        .map(|s| bytes_per_sample as f64 / s * 1e-9)
         .collect();
     match Summary::of(&samples_gb_s) {
         Some(bandwidth_gb_s) => Outcome::Ok(BandwidthMeasurement {
             bandwidth_gb_s,
             samples_gb_s,
             bytes_per_sample,
-            placement: placements,
+            validated_elements,
+            placement,
             noise: None,
         }),
         None => interrupted(),
     }
 }
 
-/// Rounds a per-thread buffer size to what the kernels take.
-pub fn round_buffer(bytes: u64) -> u64 {
-    bytes.max(READ_BLOCK as u64).next_multiple_of(READ_BLOCK as u64)
+/// Initial contents: the arrays a mix reads hold distinct values, so a misplaced load
+/// or store shows in the result; the array it writes starts at zero.
+fn fill(mix: Mix, arrays: &mut [&mut [f64]]) {
+    for (q, a) in arrays.iter_mut().enumerate() {
+        let writes = q == 0 && mix != Mix::Read;
+        for (i, x) in a.iter_mut().enumerate() {
+            *x = match (writes, mix) {
+                (true, _) => 0.0,
+                (false, Mix::Triad | Mix::TriadNt) if q == 2 => 2.0,
+                _ => i as f64 + q as f64,
+            };
+        }
+    }
+}
+
+/// What element i of the written array must hold after `passes` passes.
+fn expected(mix: Mix, i: usize, passes: usize) -> Option<f64> {
+    Some(match mix {
+        Mix::Read => return None,
+        Mix::Write | Mix::WriteNt | Mix::Ratio3to1 | Mix::Ratio2to1 | Mix::Ratio1to1 => SCALAR,
+        Mix::Rmw => passes as f64 * SCALAR,
+        Mix::Copy | Mix::CopyNt => i as f64 + 1.0,
+        Mix::Triad | Mix::TriadNt => (i as f64 + 1.0) + SCALAR * 2.0,
+    })
+}
+
+/// Checks every element of the written array; returns how many were checked.
+fn validate(mix: Mix, arrays: &[&mut [f64]], passes: usize) -> Result<u64, String> {
+    if passes == 0 || mix == Mix::Read {
+        return Ok(0);
+    }
+    let a = &arrays[0];
+    let mut wrong = a
+        .iter()
+        .enumerate()
+        .filter(|&(i, &x)| Some(x) != expected(mix, i, passes));
+    match wrong.next() {
+        None => Ok(a.len() as u64),
+        Some((i, &x)) => Err(format!(
+            "validation failed: {} of {} elements of the written array are wrong (element {i} holds {x}, expected {})",
+            1 + wrong.count(),
+            a.len(),
+            expected(mix, i, passes).unwrap_or_default()
+        )),
+    }
+}
+
+/// Rounds a per-thread array size to what the kernels take: whole blocks.
+pub fn round_array_bytes(bytes: u64) -> u64 {
+    let block = (BLOCK_ELEMENTS * 8) as u64;
+    bytes.max(block).next_multiple_of(block)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_mix_has_a_kernel_with_matching_arrays() {
+        for mix in Mix::ALL {
+            let (op, nt) = op_of(mix);
+            assert_eq!(op.arrays() as u64, mix.arrays(), "{mix}");
+            assert_eq!(nt, mix.non_temporal(), "{mix}");
+        }
+    }
+
+    #[test]
+    #[allow(clippy::needless_range_loop)] // the reference code reads best indexed
+    fn validation_catches_a_wrong_element() {
+        for mix in Mix::ALL.into_iter().filter(|&m| m != Mix::Read) {
+            let mut store: Vec<Vec<f64>> = (0..mix.arrays()).map(|_| vec![0.0; 100]).collect();
+            let mut arrays: Vec<&mut [f64]> = store.iter_mut().map(|v| v.as_mut_slice()).collect();
+            fill(mix, &mut arrays);
+            let (op, _) = op_of(mix);
+            // Apply the mix three times by hand-written reference code.
+            for _ in 0..3 {
+                for i in 0..100 {
+                    let v = match op {
+                        Op::Fill | Op::Ratio(_) => SCALAR,
+                        Op::Rmw => arrays[0][i] + SCALAR,
+                        Op::Copy => arrays[1][i],
+                        Op::Triad => arrays[1][i] + SCALAR * arrays[2][i],
+                        _ => unreachable!(),
+                    };
+                    arrays[0][i] = v;
+                }
+            }
+            assert_eq!(validate(mix, &arrays, 3), Ok(100), "{mix}");
+            arrays[0][57] += 1.0;
+            let err = validate(mix, &arrays, 3).unwrap_err();
+            assert!(
+                err.contains("1 of 100") && err.contains("element 57"),
+                "{mix}: {err}"
+            );
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! reports progress to an [`Observer`] and returns plain results from memfabric-model.
 
 pub mod bandwidth;
+pub mod domains;
 pub mod env;
 pub mod latency;
 pub mod noise;
@@ -10,6 +11,8 @@ pub mod order;
 pub mod placement;
 pub mod plan;
 pub mod registry;
+pub mod stream;
 pub mod sys;
+pub mod team;
 
 pub use observer::{Observer, Silent};

@@ -3,7 +3,7 @@
 
 use std::fs;
 
-use memfabric_model::{BandwidthReport, LatencyReport, Noise, Outcome};
+use memfabric_model::{BandwidthReport, DomainScalingReport, LatencyReport, Noise, Outcome, StreamReport};
 use memfabric_topo::{format_cpulist, Topology};
 
 /// Coefficient of variation above which a result is flagged (5 %).
@@ -95,6 +95,28 @@ pub fn annotate_bandwidth(r: &mut BandwidthReport, topo: &Topology, cond: &Condi
         if let Outcome::Ok(m) = &mut cell.outcome {
             m.noise = assess(m.bandwidth_gb_s.cv, threshold, || {
                 likely_causes(cond, topo, &cell.cpus)
+            });
+        }
+    }
+}
+
+/// Flags each measured step of a per-domain run.
+pub fn annotate_domains(r: &mut DomainScalingReport, topo: &Topology, cond: &Conditions, threshold: f64) {
+    for step in r.alone.iter_mut().chain(r.cumulative.iter_mut()) {
+        if let Outcome::Ok(m) = &mut step.outcome {
+            m.noise = assess(m.bandwidth_gb_s.cv, threshold, || {
+                likely_causes(cond, topo, &step.cpus)
+            });
+        }
+    }
+}
+
+/// Flags each STREAM function whose passes spread too much.
+pub fn annotate_stream(r: &mut StreamReport, topo: &Topology, cond: &Conditions, threshold: f64) {
+    if let Outcome::Ok(m) = &mut r.outcome {
+        for f in &mut m.functions {
+            f.noise = assess(f.bandwidth_gb_s.cv, threshold, || {
+                likely_causes(cond, topo, &r.cpus)
             });
         }
     }

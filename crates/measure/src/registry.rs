@@ -25,8 +25,14 @@ pub const LATENCY: Entry = Entry {
 
 pub const BANDWIDTH: Entry = Entry {
     name: "bandwidth",
-    about: "Read bandwidth from the CPUs of each node to memory on each node",
-    reports: "GB/s (10^9 bytes/s) of bytes read: median, min, p99, coefficient of variation, samples",
+    about: "Bandwidth of read/write mixes (non-temporal stores included) per CPU node and memory node, per thread count, per L3 domain",
+    reports: "GB/s (10^9 bytes/s) of bytes read + written: median, min, max, coefficient of variation, samples",
 };
 
-pub const ALL: &[Entry] = &[TOPOLOGY, LATENCY, BANDWIDTH];
+pub const STREAM: Entry = Entry {
+    name: "stream",
+    about: "STREAM's Copy, Scale, Add and Triad, counted and validated as STREAM 5.10 does",
+    reports: "GB/s per function: best (STREAM's Best Rate) and median, times, validation",
+};
+
+pub const ALL: &[Entry] = &[TOPOLOGY, LATENCY, BANDWIDTH, STREAM];

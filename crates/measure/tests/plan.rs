@@ -4,10 +4,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use memfabric_measure::plan::{
-    bandwidth_plan, latency_plan, BandwidthOptions, LatencyOptions, Machine, PlanError, Selection,
+    bandwidth_plan, domain_plan, latency_plan, stream_plan, BandwidthOptions, DomainOptions, LatencyOptions,
+    Machine, PlanError, Selection, StreamOptions,
 };
-use memfabric_measure::sys::ReadKernel;
-use memfabric_model::{HugePages, Pattern};
+use memfabric_measure::sys::Isa;
+use memfabric_model::{HugePages, Mix, Pattern};
 use memfabric_topo::Topology;
 
 fn fixture(name: &str) -> Topology {
@@ -36,11 +37,12 @@ fn lat(size: Option<u64>, huge: HugePages) -> LatencyOptions {
 
 fn bw(threads: Option<usize>) -> BandwidthOptions {
     BandwidthOptions {
-        buffer_bytes_per_thread: Some(1 << 20),
-        threads,
+        mixes: vec![Mix::Read],
+        array_bytes_per_thread: Some(1 << 20),
+        threads: threads.into_iter().collect(),
         huge_pages: HugePages::Off,
         samples: 3,
-        kernel: ReadKernel::Scalar,
+        isa: Isa::Scalar,
     }
 }
 
@@ -197,4 +199,106 @@ fn thread_counts_are_bounded_by_the_node() {
     let p = bandwidth_plan(&m, &matrix(), &bw(Some(2))).unwrap();
     assert_eq!(p.cells.len(), 16);
     assert!(p.cells.iter().all(|c| c.cpus.len() == 2));
+}
+
+#[test]
+fn mixes_and_thread_lists_multiply_the_cells() {
+    let t = fixture("epyc7601-2s");
+    let m = Machine {
+        allowed_cpus: all_cpus(&t),
+        topo: &t,
+    };
+    let opt = BandwidthOptions {
+        mixes: vec![Mix::Read, Mix::Triad],
+        threads: vec![1, 2, 8],
+        ..bw(None)
+    };
+    let p = bandwidth_plan(&m, &Selection::default(), &opt).unwrap();
+    // 2 mixes x 3 thread counts x 8 local cells, mix-major.
+    assert_eq!(p.cells.len(), 48);
+    assert!(p.cells[..24].iter().all(|c| c.mix == Mix::Read));
+    let lens: Vec<usize> = p.cells[..3].iter().map(|c| c.cpus.len()).collect();
+    assert_eq!(lens, [1, 2, 8]);
+    assert_eq!(p.cells[1].cpus, [0, 1]);
+    let nt = BandwidthOptions {
+        mixes: vec![Mix::CopyNt],
+        ..bw(None)
+    };
+    let e = bandwidth_plan(&m, &Selection::default(), &nt).unwrap_err();
+    assert!(e.to_string().contains("needs streaming stores"), "{e}");
+}
+
+fn dom(fclk: Option<f64>) -> DomainOptions {
+    DomainOptions {
+        mix: Mix::Read,
+        array_bytes_per_thread: Some(1 << 20),
+        huge_pages: HugePages::Off,
+        samples: 2,
+        isa: Isa::Scalar,
+        fclk_mhz: fclk,
+    }
+}
+
+#[test]
+fn per_domain_takes_every_l3_domain_with_its_own_node() {
+    let t = fixture("epyc7601-2s");
+    let m = Machine {
+        allowed_cpus: all_cpus(&t),
+        topo: &t,
+    };
+    let p = domain_plan(&m, &Selection::default(), &dom(Some(1333.0))).unwrap();
+    assert_eq!(p.domains.len(), t.l3_domains.len());
+    for (d, l3) in p.domains.iter().zip(&t.l3_domains) {
+        let cpus: Vec<u32> = d.members.iter().map(|x| x.cpu).collect();
+        assert_eq!(cpus, l3.cpus);
+        assert!(d.members.iter().all(|x| Some(x.mem_node) == l3.node));
+    }
+    // One node's domains only, all reading node 0.
+    let sel = Selection {
+        cpu_nodes: Some(vec![1]),
+        mem_nodes: Some(vec![0]),
+        ..Selection::default()
+    };
+    let p = domain_plan(&m, &sel, &dom(None)).unwrap();
+    assert_eq!(p.domains.len(), 2, "two CCXs per EPYC 7601 die");
+    assert!(p.domains.iter().flat_map(|d| &d.members).all(|x| x.mem_node == 0));
+    let e = domain_plan(&m, &Selection::default(), &dom(Some(f64::NAN))).unwrap_err();
+    assert!(e.to_string().contains("--fclk"), "{e}");
+}
+
+#[test]
+fn stream_splits_threads_over_nodes_and_keeps_parts_local() {
+    let t = fixture("epyc7601-2s");
+    let m = Machine {
+        allowed_cpus: all_cpus(&t),
+        topo: &t,
+    };
+    let opt = StreamOptions {
+        array_bytes: Some(64 << 20),
+        threads: None,
+        ntimes: 10,
+        huge_pages: HugePages::Off,
+        isa: Isa::Scalar,
+    };
+    let p = stream_plan(&m, &Selection::default(), &opt).unwrap();
+    assert_eq!(p.members.len(), t.cpus.len());
+    assert!(p
+        .members
+        .iter()
+        .all(|x| Some(x.mem_node) == t.cpu(x.cpu).unwrap().node));
+    assert_eq!(p.array_elements, 8 << 20);
+    let few = StreamOptions {
+        threads: Some(3),
+        ..opt
+    };
+    let p = stream_plan(&m, &Selection::default(), &few).unwrap();
+    assert_eq!(p.members.iter().map(|x| x.cpu).collect::<Vec<_>>(), [0, 1, 2]);
+    let huge = StreamOptions {
+        array_bytes: Some(1 << 50),
+        ..few
+    };
+    assert!(matches!(
+        stream_plan(&m, &Selection::default(), &huge),
+        Err(PlanError::TooLarge { .. })
+    ));
 }

@@ -3,14 +3,16 @@
 //!
 //! The JSON layout is versioned by [`SCHEMA_VERSION`] and documented in docs/JSON.md.
 
+pub mod mix;
 pub mod results;
 pub mod stats;
 pub mod units;
 
+pub use mix::{Mix, UnknownMix};
 pub use results::*;
 pub use stats::Summary;
 pub use units::{format_size, parse_size, SizeError};
 
 /// Bumped whenever a field is renamed or removed, or its meaning changes.
 /// Adding a field does not bump it.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::mix::Mix;
 use crate::stats::Summary;
 
 /// The top-level JSON document every `--json` command prints.
@@ -169,26 +170,57 @@ pub struct Noise {
     pub likely_causes: Vec<String>,
 }
 
-/// Read bandwidth from the CPUs of one node to memory on one node.
+/// Bandwidth from the CPUs of one node to memory on one node, for one or more access
+/// mixes and thread counts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BandwidthReport {
-    pub mix: String,
-    /// Instruction set of the kernel chosen at run time, e.g. "avx512".
+    /// Instruction set of the kernels chosen at run time, e.g. "avx512".
     pub kernel: String,
     pub huge_pages: HugePages,
-    pub buffer_bytes_per_thread: u64,
-    /// How bytes are counted, e.g. "bytes the program reads (STREAM convention)".
-    pub byte_counting: String,
+    /// Bytes of each array a thread owns (a mix uses `MixInfo::arrays` of them).
+    pub array_bytes_per_thread: u64,
+    /// The mixes measured, in the order of the cells, with how each counts bytes.
+    pub mixes: Vec<MixInfo>,
     pub cpu_nodes: Vec<u32>,
     pub mem_nodes: Vec<u32>,
+    /// Threads per cell, as asked with --threads; empty when every CPU of the node ran.
+    pub thread_counts: Vec<usize>,
+    /// Ordered by mix, then thread count, then CPU node, then memory node.
     pub cells: Vec<BandwidthCell>,
+}
+
+/// One access mix and how its bytes are counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MixInfo {
+    pub mix: Mix,
+    pub description: String,
+    /// Arrays each thread allocates for it.
+    pub arrays: u64,
+    /// Bytes counted per element (8-byte double) of one array: read plus written.
+    pub bytes_per_element: u64,
+    pub non_temporal: bool,
+    pub byte_counting: String,
+}
+
+impl MixInfo {
+    pub fn of(mix: Mix) -> MixInfo {
+        MixInfo {
+            mix,
+            description: mix.describe().into(),
+            arrays: mix.arrays(),
+            bytes_per_element: mix.bytes_per_element(),
+            non_temporal: mix.non_temporal(),
+            byte_counting: mix.byte_counting(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BandwidthCell {
+    pub mix: Mix,
     pub cpu_node: u32,
     pub mem_node: u32,
-    /// One thread per CPU listed, one buffer per thread.
+    /// One thread per CPU listed, each with its own arrays.
     pub cpus: Vec<u32>,
     pub outcome: Outcome<BandwidthMeasurement>,
 }
@@ -198,10 +230,92 @@ pub struct BandwidthMeasurement {
     pub bandwidth_gb_s: Summary,
     /// GB/s (10^9 bytes per second) of every thread together, one value per sample.
     pub samples_gb_s: Vec<f64>,
-    /// Bytes all threads move in one sample.
+    /// Bytes all threads move in one sample, counted as the mix says.
     pub bytes_per_sample: u64,
+    /// Elements of the written arrays checked after timing, as STREAM checks its
+    /// arrays; 0 for a mix that writes nothing.
+    pub validated_elements: u64,
     /// One entry per thread, in the order of `cpus`.
     pub placement: Vec<Placement>,
     /// Set when the samples spread more than the noise threshold allows.
     pub noise: Option<Noise>,
+}
+
+/// How much bandwidth each L3 domain draws alone, and how the total grows as domains
+/// join one by one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DomainScalingReport {
+    pub mix: MixInfo,
+    pub kernel: String,
+    pub huge_pages: HugePages,
+    pub array_bytes_per_thread: u64,
+    /// The fabric clock the user gave, for bytes per fabric cycle.
+    pub fclk_mhz: Option<f64>,
+    /// Each domain measured alone, every one of its CPUs reading.
+    pub alone: Vec<DomainBandwidth>,
+    /// Domains 1, 1+2, 1+2+3, ... measured together.
+    pub cumulative: Vec<DomainBandwidth>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DomainBandwidth {
+    /// Indexes into the topology's `l3_domains`.
+    pub domains: Vec<usize>,
+    pub cpus: Vec<u32>,
+    /// Memory node of each thread's arrays, in the order of `cpus`.
+    pub mem_nodes: Vec<u32>,
+    pub outcome: Outcome<BandwidthMeasurement>,
+    /// Median bytes per fabric clock cycle, when --fclk was given.
+    pub bytes_per_fclk: Option<f64>,
+}
+
+/// STREAM's four kernels, timed and counted as STREAM 5.10 does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamReport {
+    pub kernel: String,
+    pub huge_pages: HugePages,
+    /// Elements of each of the three arrays, all threads together (STREAM_ARRAY_SIZE).
+    pub array_elements: u64,
+    pub bytes_per_element: u64,
+    /// Passes of all four kernels; the first is not counted, as in STREAM (NTIMES).
+    pub ntimes: usize,
+    pub cpus: Vec<u32>,
+    /// Memory node of each thread's part of the arrays, in the order of `cpus`.
+    pub mem_nodes: Vec<u32>,
+    pub outcome: Outcome<StreamMeasurement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamMeasurement {
+    /// Copy, Scale, Add, Triad.
+    pub functions: Vec<StreamFunction>,
+    pub validation: StreamValidation,
+    pub placement: Vec<Placement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamFunction {
+    pub name: String,
+    /// 16 for Copy and Scale, 24 for Add and Triad.
+    pub bytes_per_element: u64,
+    /// STREAM's "Best Rate": bytes over the shortest time.
+    pub best_gb_s: f64,
+    pub bandwidth_gb_s: Summary,
+    pub samples_gb_s: Vec<f64>,
+    pub avg_time_s: f64,
+    pub min_time_s: f64,
+    pub max_time_s: f64,
+    pub noise: Option<Noise>,
+}
+
+/// STREAM's check: every element of a, b and c against the values the same sequence
+/// of operations gives on scalars.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamValidation {
+    pub passed: bool,
+    /// Largest relative error allowed (STREAM: 1e-13 for doubles).
+    pub epsilon: f64,
+    /// Elements whose relative error is above epsilon, per array a, b, c.
+    pub errors: [u64; 3],
+    pub expected: [f64; 3],
 }

@@ -1,19 +1,32 @@
-//! `memfabric bandwidth`: read bandwidth per CPU node x memory node.
+//! `memfabric bandwidth`: access mixes per CPU node x memory node, per thread count,
+//! or per L3 domain.
 
 use anyhow::Result;
-use memfabric_measure::plan::{bandwidth_plan, BandwidthOptions};
-use memfabric_measure::sys::ReadKernel;
-use memfabric_measure::{bandwidth, noise};
-use memfabric_model::{format_size, BandwidthReport};
+use memfabric_measure::plan::{bandwidth_plan, domain_plan, BandwidthOptions, DomainOptions};
+use memfabric_measure::{bandwidth, domains, noise};
+use memfabric_model::{
+    format_size, BandwidthCell, BandwidthReport, DomainBandwidth, DomainScalingReport, MixInfo,
+};
 use memfabric_topo::{format_cpulist, Topology};
 
 use super::common::{self, cell_text};
-use crate::args::{BandwidthArgs, KernelArg};
+use crate::args::BandwidthArgs;
 use crate::output::{print_all, this_machine, Ctx, Status, Usage};
 use crate::table::Table;
 
 pub fn run(ctx: &Ctx, a: &BandwidthArgs) -> Result<Status> {
     let topo = this_machine()?;
+    if a.per_domain {
+        let report = measure_domains(ctx, &topo, a)?;
+        let steps = report.alone.iter().chain(&report.cumulative);
+        let failed = common::any_failed(steps.map(|s| &s.outcome));
+        if ctx.json {
+            ctx.print_json("bandwidth", Some(&topo), &report)?;
+        } else {
+            print_all(&render_domains(&report, &topo))?;
+        }
+        return Ok(Status::from_failures(failed));
+    }
     let report = measure(ctx, &topo, a)?;
     let failed = common::any_failed(report.cells.iter().map(|c| &c.outcome));
     if ctx.json {
@@ -24,28 +37,15 @@ pub fn run(ctx: &Ctx, a: &BandwidthArgs) -> Result<Status> {
     Ok(Status::from_failures(failed))
 }
 
-fn kernel(k: KernelArg) -> Result<ReadKernel> {
-    let chosen = match k {
-        KernelArg::Auto => return Ok(ReadKernel::detect()),
-        KernelArg::Avx512 => ReadKernel::Avx512,
-        KernelArg::Avx2 => ReadKernel::Avx2,
-        KernelArg::Sse2 => ReadKernel::Sse2,
-        KernelArg::Scalar => ReadKernel::Scalar,
-    };
-    if !chosen.supported() {
-        return Err(Usage(format!("this CPU cannot run the {} kernel", chosen.name())).into());
-    }
-    Ok(chosen)
-}
-
 pub fn measure(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<BandwidthReport> {
     let machine = common::machine(topo)?;
     let options = BandwidthOptions {
-        buffer_bytes_per_thread: a.size,
-        threads: a.threads,
+        mixes: a.mix.0.clone(),
+        array_bytes_per_thread: a.size,
+        threads: a.threads.as_ref().map(|t| t.0.clone()).unwrap_or_default(),
         huge_pages: a.common.huge_pages.into(),
         samples: a.common.samples,
-        kernel: kernel(a.kernel)?,
+        isa: common::isa(a.kernel)?,
     };
     let plan =
         bandwidth_plan(&machine, &common::selection(&a.select, None), &options).map_err(common::usage)?;
@@ -55,54 +55,378 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<Bandwidt
     Ok(report)
 }
 
-pub fn render(r: &BandwidthReport) -> String {
-    let title = format!(
-        "Read bandwidth, median GB/s (10^9 B/s; {} kernel, {} per thread, huge pages: {})",
+fn measure_domains(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<DomainScalingReport> {
+    let mix = match a.mix.0.as_slice() {
+        [m] => *m,
+        _ => return Err(Usage("--per-domain takes one --mix".into()).into()),
+    };
+    if a.threads.is_some() {
+        return Err(
+            Usage("--per-domain runs every allowed CPU of each domain; drop --threads".into()).into(),
+        );
+    }
+    let machine = common::machine(topo)?;
+    let options = DomainOptions {
+        mix,
+        array_bytes_per_thread: a.size,
+        huge_pages: a.common.huge_pages.into(),
+        samples: a.common.samples,
+        isa: common::isa(a.kernel)?,
+        fclk_mhz: a.fclk,
+    };
+    let plan = domain_plan(&machine, &common::selection(&a.select, None), &options).map_err(common::usage)?;
+    let threshold = common::threshold(a.common.cv_threshold)?;
+    let mut report = domains::run(&plan, &ctx.progress);
+    noise::annotate_domains(&mut report, topo, &noise::Conditions::read(), threshold);
+    Ok(report)
+}
+
+fn cell_label(c: &BandwidthCell) -> String {
+    format!(
+        "{} node {} -> node {}, {} threads",
+        c.mix,
+        c.cpu_node,
+        c.mem_node,
+        c.cpus.len()
+    )
+}
+
+fn title(r: &BandwidthReport) -> String {
+    format!(
+        "Bandwidth, median GB/s (10^9 B/s of bytes read + written; {} kernel, {} per array per thread, huge pages: {})",
         r.kernel,
-        format_size(r.buffer_bytes_per_thread),
+        format_size(r.array_bytes_per_thread),
         common::json_name(&r.huge_pages)
-    );
-    let cell = |c: u32, m: u32| {
+    )
+}
+
+pub fn render(r: &BandwidthReport) -> String {
+    let mut out = String::new();
+    let square = r.cpu_nodes.len() > 1 || r.mem_nodes.len() > 1;
+    if square && r.thread_counts.len() <= 1 {
+        for info in &r.mixes {
+            let cell = |c: u32, m: u32| {
+                r.cells
+                    .iter()
+                    .find(|x| x.mix == info.mix && x.cpu_node == c && x.mem_node == m)
+                    .map(|x| cell_text(&x.outcome, |v| format!("{:.1}", v.bandwidth_gb_s.median)))
+            };
+            let t = format!("{}, mix {}", title(r), info.mix);
+            out += &common::matrix(&t, &r.cpu_nodes, &r.mem_nodes, cell);
+            out += "\n";
+        }
+    } else {
+        out += &title(r);
+        out += "\n";
+    }
+    out += &cells_table(r);
+    out += &common::problems(r.cells.iter().map(|c| (cell_label(c), &c.outcome)));
+    out += &common::noise_notes(
         r.cells
             .iter()
-            .find(|x| x.cpu_node == c && x.mem_node == m)
-            .map(|x| cell_text(&x.outcome, |v| format!("{:.1}", v.bandwidth_gb_s.median)))
-    };
-    let mut out = common::matrix(&title, &r.cpu_nodes, &r.mem_nodes, cell);
+            .map(|c| (cell_label(c), c.outcome.ok().and_then(|m| m.noise.as_ref()))),
+    );
+    out += &byte_counting(&r.mixes);
+    out
+}
+
+/// One row per cell: every mix, thread count and node pair.
+fn cells_table(r: &BandwidthReport) -> String {
     let mut t = Table::new(&[
+        "<mix",
+        "threads",
         "cpu node",
         "mem node",
-        "<cpus",
         "median GB/s",
         "min",
         "max",
         "cv %",
         "samples",
+        "<checked",
         "<placement",
     ]);
     for c in &r.cells {
-        if let Some(v) = c.outcome.ok() {
-            let mut row = vec![
-                c.cpu_node.to_string(),
-                c.mem_node.to_string(),
-                format_cpulist(&c.cpus),
-            ];
-            let s = &v.bandwidth_gb_s;
-            row.extend([s.median, s.min, s.max].map(|x| format!("{x:.2}")));
-            row.extend([format!("{:.1}", 100.0 * s.cv), s.count.to_string()]);
-            row.push(common::placement_text(&v.placement.iter().collect::<Vec<_>>()));
-            t.row(row);
+        let mut row = vec![
+            c.mix.to_string(),
+            c.cpus.len().to_string(),
+            c.cpu_node.to_string(),
+            c.mem_node.to_string(),
+        ];
+        match c.outcome.ok() {
+            Some(v) => {
+                row.extend(gb_s_cells(v));
+                row.push(checked_text(v.validated_elements));
+                row.push(common::placement_text(&v.placement.iter().collect::<Vec<_>>()));
+            }
+            None => row.push(cell_text(&c.outcome, |_| String::new())),
+        }
+        t.row(row);
+    }
+    t.render()
+}
+
+fn gb_s_cells(v: &memfabric_model::BandwidthMeasurement) -> Vec<String> {
+    let s = &v.bandwidth_gb_s;
+    let mut row: Vec<String> = [s.median, s.min, s.max]
+        .iter()
+        .map(|x| format!("{x:.2}"))
+        .collect();
+    row.extend([format!("{:.1}", 100.0 * s.cv), s.count.to_string()]);
+    row
+}
+
+fn checked_text(n: u64) -> String {
+    if n == 0 {
+        "-".into()
+    } else {
+        format!("{n} ok")
+    }
+}
+
+fn byte_counting(mixes: &[MixInfo]) -> String {
+    let mut out = String::from("Bytes counted:\n");
+    for m in mixes {
+        out += &format!(
+            "  {:<8} {}: {}\n",
+            m.mix.to_string(),
+            m.description,
+            m.byte_counting
+        );
+    }
+    out
+}
+
+fn domain_names(topo: &Topology, d: &DomainBandwidth) -> String {
+    let names: Vec<String> = d
+        .domains
+        .iter()
+        .map(|&i| match topo.l3_domains.get(i).and_then(|x| x.cache_id) {
+            Some(id) => format!("{i} (L3 id {id})"),
+            None => i.to_string(),
+        })
+        .collect();
+    names.join(", ")
+}
+
+pub fn render_domains(r: &DomainScalingReport, topo: &Topology) -> String {
+    let mut out = format!(
+        "Per-domain bandwidth, mix {} ({}), median GB/s; {} kernel, {} per array per thread, huge pages: {}\n",
+        r.mix.mix,
+        r.mix.description,
+        r.kernel,
+        format_size(r.array_bytes_per_thread),
+        common::json_name(&r.huge_pages)
+    );
+    let fclk = r.fclk_mhz.map(|f| format!("B/fclk @ {f} MHz"));
+    let mut head = vec![
+        "<L3 domain",
+        "<cpus",
+        "<mem nodes",
+        "median GB/s",
+        "min",
+        "max",
+        "cv %",
+        "samples",
+    ];
+    if let Some(f) = &fclk {
+        head.push(f.as_str());
+    }
+    let mut alone = Table::new(&head);
+    for d in &r.alone {
+        alone.row(domain_row(topo, d, fclk.is_some()));
+    }
+    out += "Each domain alone:\n";
+    out += &alone.render();
+    let mut grow = Table::new(&["<domains", "threads", "median GB/s", "gain", "per domain"]);
+    let mut previous: Option<f64> = None;
+    for (k, d) in r.cumulative.iter().enumerate() {
+        let mut row = vec![domain_names(topo, d), d.cpus.len().to_string()];
+        match d.outcome.ok() {
+            Some(m) => {
+                let v = m.bandwidth_gb_s.median;
+                row.push(format!("{v:.2}"));
+                row.push(previous.map_or("-".into(), |p| format!("{:+.2}", v - p)));
+                row.push(format!("{:.2}", v / (k + 1) as f64));
+                previous = Some(v);
+            }
+            None => row.extend([
+                cell_text(&d.outcome, |_| String::new()),
+                String::new(),
+                String::new(),
+            ]),
+        }
+        grow.row(row);
+    }
+    out += "\nDomains added one by one:\n";
+    out += &grow.render();
+    let steps = r
+        .alone
+        .iter()
+        .map(|d| (format!("domain {}", domain_names(topo, d)), d))
+        .chain(
+            r.cumulative
+                .iter()
+                .map(|d| (format!("domains {}", domain_names(topo, d)), d)),
+        );
+    let steps: Vec<(String, &DomainBandwidth)> = steps.collect();
+    out += &common::problems(steps.iter().map(|(l, d)| (l.clone(), &d.outcome)));
+    out += &common::noise_notes(
+        steps
+            .iter()
+            .map(|(l, d)| (l.clone(), d.outcome.ok().and_then(|m| m.noise.as_ref()))),
+    );
+    out += &byte_counting(std::slice::from_ref(&r.mix));
+    out
+}
+
+fn domain_row(topo: &Topology, d: &DomainBandwidth, fclk: bool) -> Vec<String> {
+    let mut nodes = d.mem_nodes.clone();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let mut row = vec![
+        domain_names(topo, d),
+        format_cpulist(&d.cpus),
+        format_cpulist(&nodes),
+    ];
+    match d.outcome.ok() {
+        Some(m) => {
+            row.extend(gb_s_cells(m));
+            if fclk {
+                row.push(d.bytes_per_fclk.map_or("-".into(), |b| format!("{b:.1}")));
+            }
+        }
+        None => row.push(cell_text(&d.outcome, |_| String::new())),
+    }
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memfabric_model::{BandwidthMeasurement, HugePages, Mix, Outcome, Placement, Summary};
+    use std::path::Path;
+
+    fn placement(node: u32, cpu: u32) -> Placement {
+        Placement {
+            requested_node: node,
+            page_size_bytes: 4096,
+            pages_total: 1024,
+            pages_sampled: 1024,
+            pages_on_node: 1024,
+            pages_elsewhere: Vec::new(),
+            thread_affinity: vec![cpu],
+            verified: true,
+            method: "test".into(),
         }
     }
-    out += "\n";
-    out += &t.render();
-    let label = |c: &memfabric_model::BandwidthCell| format!("node {} -> node {}", c.cpu_node, c.mem_node);
-    out += &common::problems(r.cells.iter().map(|c| (label(c), &c.outcome)));
-    out += &common::noise_notes(
-        r.cells
-            .iter()
-            .map(|c| (label(c), c.outcome.ok().and_then(|m| m.noise.as_ref()))),
-    );
-    out += &format!("Bytes counted: {}\n", r.byte_counting);
-    out
+
+    fn measured(samples: &[f64], cpus: &[u32], node: u32, checked: u64) -> Outcome<BandwidthMeasurement> {
+        Outcome::Ok(BandwidthMeasurement {
+            bandwidth_gb_s: Summary::of(samples).unwrap(),
+            samples_gb_s: samples.to_vec(),
+            bytes_per_sample: 1 << 30,
+            validated_elements: checked,
+            placement: cpus.iter().map(|&c| placement(node, c)).collect(),
+            noise: None,
+        })
+    }
+
+    #[test]
+    fn mixes_and_threads_table() {
+        let mut cells = Vec::new();
+        for (k, mix) in [Mix::Read, Mix::TriadNt].into_iter().enumerate() {
+            for cpus in [vec![0], vec![0, 1]] {
+                let base = 10.0 * (k + cpus.len()) as f64;
+                let checked = if mix == Mix::Read {
+                    0
+                } else {
+                    2048 * cpus.len() as u64
+                };
+                cells.push(BandwidthCell {
+                    mix,
+                    cpu_node: 0,
+                    mem_node: 0,
+                    outcome: measured(&[base, base + 0.5, base - 0.25], &cpus, 0, checked),
+                    cpus,
+                });
+            }
+        }
+        cells[3].outcome = Outcome::Failed {
+            reason: "validation failed: 1 of 4096 elements of the written array are wrong".into(),
+        };
+        let r = BandwidthReport {
+            kernel: "avx2".into(),
+            huge_pages: HugePages::Off,
+            array_bytes_per_thread: 16 << 10,
+            mixes: vec![MixInfo::of(Mix::Read), MixInfo::of(Mix::TriadNt)],
+            cpu_nodes: vec![0],
+            mem_nodes: vec![0],
+            thread_counts: vec![1, 2],
+            cells,
+        };
+        insta::assert_snapshot!(render(&r));
+    }
+
+    #[test]
+    fn matrix_per_mix() {
+        let mut cells = Vec::new();
+        for mix in [Mix::Copy, Mix::Rmw] {
+            for c in 0..2 {
+                for m in 0..3 {
+                    let v = 20.0 - 5.0 * m as f64 + if mix == Mix::Rmw { 1.0 } else { 0.0 };
+                    cells.push(BandwidthCell {
+                        mix,
+                        cpu_node: c,
+                        mem_node: m,
+                        cpus: vec![2 * c, 2 * c + 1],
+                        outcome: measured(&[v, v], &[2 * c, 2 * c + 1], m, 4096),
+                    });
+                }
+            }
+        }
+        let r = BandwidthReport {
+            kernel: "avx512".into(),
+            huge_pages: HugePages::Huge2M,
+            array_bytes_per_thread: 64 << 20,
+            mixes: vec![MixInfo::of(Mix::Copy), MixInfo::of(Mix::Rmw)],
+            cpu_nodes: vec![0, 1],
+            mem_nodes: vec![0, 1, 2],
+            thread_counts: Vec::new(),
+            cells,
+        };
+        insta::assert_snapshot!(render(&r));
+    }
+
+    #[test]
+    fn per_domain_tables() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/epyc7601-2s/sys");
+        let topo = Topology::read(&root).unwrap();
+        let step = |domains: Vec<usize>, v: f64| {
+            let cpus: Vec<u32> = domains
+                .iter()
+                .flat_map(|&d| topo.l3_domains[d].cpus.clone())
+                .collect();
+            DomainBandwidth {
+                mem_nodes: cpus.iter().map(|&c| topo.cpu(c).unwrap().node.unwrap()).collect(),
+                outcome: measured(&[v, v], &cpus, 0, 0),
+                bytes_per_fclk: Some(v * 1e3 / 1333.0),
+                domains,
+                cpus,
+            }
+        };
+        let r = DomainScalingReport {
+            mix: MixInfo::of(Mix::Read),
+            kernel: "avx2".into(),
+            huge_pages: HugePages::Off,
+            array_bytes_per_thread: 64 << 20,
+            fclk_mhz: Some(1333.0),
+            alone: vec![step(vec![0], 28.0), step(vec![1], 27.5), step(vec![2], 28.2)],
+            cumulative: vec![
+                step(vec![0], 28.0),
+                step(vec![0, 1], 36.0),
+                step(vec![0, 1, 2], 55.0),
+            ],
+        };
+        insta::assert_snapshot!(render_domains(&r, &topo));
+    }
 }

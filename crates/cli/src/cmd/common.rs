@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use memfabric_measure::plan::{self, Machine, PlanError};
-use memfabric_measure::sys;
+use memfabric_measure::sys::{self, Isa};
 use memfabric_model::{Noise, Outcome, Placement, Summary};
 use memfabric_topo::{format_cpulist, Topology};
 
@@ -24,6 +24,23 @@ pub fn machine(topo: &Topology) -> Result<Machine<'_>> {
         );
     }
     Ok(Machine { topo, allowed_cpus })
+}
+
+/// The instruction set --kernel asks for, refused when this CPU cannot run it.
+pub fn isa(k: args::KernelArg) -> Result<Isa> {
+    use args::KernelArg as K;
+    let chosen = match k {
+        K::Auto => return Ok(Isa::detect()),
+        K::Avx512 => Isa::Avx512,
+        K::Avx2 => Isa::Avx2,
+        K::Sse2 => Isa::Sse2,
+        K::Neon => Isa::Neon,
+        K::Scalar => Isa::Scalar,
+    };
+    if !chosen.supported() {
+        return Err(Usage(format!("this CPU cannot run the {} kernel", chosen.name())).into());
+    }
+    Ok(chosen)
 }
 
 /// The --cv-threshold percentage as a ratio, refusing nonsense.

@@ -5,4 +5,5 @@ mod common;
 pub mod latency;
 pub mod list;
 pub mod run;
+pub mod stream;
 pub mod topology;

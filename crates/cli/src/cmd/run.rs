@@ -1,7 +1,7 @@
 //! `memfabric run`: the default suite, the main job.
 
 use anyhow::Result;
-use memfabric_model::{BandwidthReport, LatencyReport};
+use memfabric_model::{BandwidthReport, LatencyReport, Mix};
 use memfabric_topo::Topology;
 use serde::Serialize;
 
@@ -45,7 +45,10 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
     };
     let bandwidth = BandwidthArgs {
         select: matrix(),
+        mix: args::Mixes(vec![Mix::Read]),
         threads: None,
+        per_domain: false,
+        fclk: None,
         size,
         kernel: KernelArg::Auto,
         common: Common {

@@ -1,4 +1,4 @@
-//! The inner loops: the pointer chase and the vector read kernels.
+//! The pointer chase: building one cycle through a buffer, and following it.
 
 use super::Buffer;
 
@@ -130,89 +130,6 @@ pub fn chase_count_cycle(chain: &Chain, stop: &dyn Fn() -> bool) -> Option<u64> 
     Some(steps)
 }
 
-/// The instruction set a read kernel uses; chosen at run time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadKernel {
-    Avx512,
-    Avx2,
-    Sse2,
-    /// Plain 64-bit loads, for architectures without a vector kernel yet.
-    Scalar,
-}
-
-impl ReadKernel {
-    /// The widest kernel this CPU can run.
-    pub fn detect() -> ReadKernel {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                return ReadKernel::Avx512;
-            }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                return ReadKernel::Avx2;
-            }
-            ReadKernel::Sse2
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        ReadKernel::Scalar
-    }
-
-    /// Whether this CPU can run the kernel (so a caller's forced choice can be refused).
-    pub fn supported(self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            match self {
-                ReadKernel::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
-                ReadKernel::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
-                ReadKernel::Sse2 | ReadKernel::Scalar => true,
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        matches!(self, ReadKernel::Scalar)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ReadKernel::Avx512 => "avx512",
-            ReadKernel::Avx2 => "avx2",
-            ReadKernel::Sse2 => "sse2",
-            ReadKernel::Scalar => "scalar",
-        }
-    }
-}
-
-/// Bytes one iteration of every read kernel consumes; buffers are multiples of it.
-pub const READ_BLOCK: usize = 512;
-
-/// Reads every byte of `data` once and returns a value that depends on all of it, so
-/// no load can be dropped. `data` must be 64-byte aligned and a multiple of READ_BLOCK.
-pub fn read_kernel(kernel: ReadKernel, data: &[u8]) -> u64 {
-    assert!((data.as_ptr() as usize).is_multiple_of(64) && data.len().is_multiple_of(READ_BLOCK));
-    assert!(kernel.supported(), "{} not supported here", kernel.name());
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: the CPU supports the kernel's instruction set (asserted above) and the
-    // slice is aligned and sized as the kernels require.
-    unsafe {
-        match kernel {
-            ReadKernel::Avx512 => return x86::read_avx512(data),
-            ReadKernel::Avx2 => return x86::read_avx2(data),
-            ReadKernel::Sse2 => return x86::read_sse2(data),
-            ReadKernel::Scalar => {}
-        }
-    }
-    read_scalar(data)
-}
-
-fn read_scalar(data: &[u8]) -> u64 {
-    let mut acc = [0u64; 8];
-    for block in data.chunks_exact(64) {
-        for (a, word) in acc.iter_mut().zip(block.chunks_exact(8)) {
-            *a ^= u64::from_ne_bytes(word.try_into().expect("8-byte chunk"));
-        }
-    }
-    std::hint::black_box(acc.iter().fold(0, |x, y| x ^ y))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,53 +148,5 @@ mod tests {
                 "uneven spread at stride {stride}: {seen:?}"
             );
         }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    use std::arch::x86_64::*;
-
-    /// Eight aligned 64-byte loads per iteration into four XOR accumulators: enough
-    /// independent work to keep every load port busy, and the XORs cost nothing.
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn read_avx512(data: &[u8]) -> u64 {
-        let mut a = [_mm512_setzero_si512(); 4];
-        for block in data.chunks_exact(super::READ_BLOCK) {
-            let p = block.as_ptr() as *const __m512i;
-            for k in 0..8 {
-                a[k % 4] = _mm512_xor_si512(a[k % 4], _mm512_load_si512(p.add(k)));
-            }
-        }
-        let x = _mm512_xor_si512(_mm512_xor_si512(a[0], a[1]), _mm512_xor_si512(a[2], a[3]));
-        std::hint::black_box(_mm512_reduce_or_epi64(x) as u64)
-    }
-
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn read_avx2(data: &[u8]) -> u64 {
-        let mut a = [_mm256_setzero_si256(); 4];
-        for block in data.chunks_exact(super::READ_BLOCK) {
-            let p = block.as_ptr() as *const __m256i;
-            for k in 0..16 {
-                a[k % 4] = _mm256_xor_si256(a[k % 4], _mm256_load_si256(p.add(k)));
-            }
-        }
-        let x = _mm256_xor_si256(_mm256_xor_si256(a[0], a[1]), _mm256_xor_si256(a[2], a[3]));
-        let lanes: [u64; 4] = std::mem::transmute(x);
-        std::hint::black_box(lanes.iter().fold(0, |s, v| s ^ v))
-    }
-
-    #[target_feature(enable = "sse2")]
-    pub unsafe fn read_sse2(data: &[u8]) -> u64 {
-        let mut a = [_mm_setzero_si128(); 4];
-        for block in data.chunks_exact(super::READ_BLOCK) {
-            let p = block.as_ptr() as *const __m128i;
-            for k in 0..32 {
-                a[k % 4] = _mm_xor_si128(a[k % 4], _mm_load_si128(p.add(k)));
-            }
-        }
-        let x = _mm_xor_si128(_mm_xor_si128(a[0], a[1]), _mm_xor_si128(a[2], a[3]));
-        let lanes: [u64; 2] = std::mem::transmute(x);
-        std::hint::black_box(lanes[0] ^ lanes[1])
     }
 }

@@ -4,10 +4,14 @@
 mod kernels;
 mod mem;
 mod signal;
+mod streams;
+mod vector;
 
-pub use kernels::{chase, chase_count_cycle, link_chase, read_kernel, Chain, ReadKernel, LINE, READ_BLOCK};
+pub use kernels::{chase, chase_count_cycle, link_chase, Chain, LINE};
 pub use mem::{Buffer, MapError};
 pub use signal::{install_stop_handlers, stop_signal};
+pub use streams::{as_doubles, run_pass, Op, Pass, ARRAY_ALIGN, BLOCK_ELEMENTS};
+pub use vector::Isa;
 
 use std::io;
 

@@ -1,0 +1,211 @@
+//! The bandwidth engine through the binary: mixes, thread lists, per-domain scaling,
+//! STREAM, and the inputs each refuses.
+
+use serde_json::Value;
+
+use super::{cell_mix, json_of, measuring, memfabric};
+
+fn median(o: &Value) -> f64 {
+    o["bandwidth_gb_s"]["median"].as_f64().expect("median GB/s")
+}
+
+#[test]
+fn every_mix_runs_validates_and_counts_its_bytes() {
+    let _turn = measuring();
+    let v = json_of(&["bandwidth", "--mix", "all", "--size", "4M", "--samples", "2"]);
+    let r = &v["result"];
+    let names = [
+        "read", "write", "write-nt", "3:1", "2:1", "1:1", "rmw", "copy", "copy-nt", "triad", "triad-nt",
+    ];
+    let mixes: Vec<&str> = r["mixes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["mix"].as_str().unwrap())
+        .collect();
+    assert_eq!(mixes, names);
+    let cells = r["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), names.len(), "one cell per mix on a one-node machine");
+    let elements = r["array_bytes_per_thread"].as_u64().unwrap() / 8;
+    for (cell, info) in cells.iter().zip(r["mixes"].as_array().unwrap()) {
+        let mix = cell_mix(cell);
+        let o = &cell["outcome"];
+        assert_eq!(o["status"], "ok", "{mix}: {o}");
+        let threads = cell["cpus"].as_array().unwrap().len() as u64;
+        let per_element = info["bytes_per_element"].as_u64().unwrap();
+        assert_eq!(
+            o["bytes_per_sample"].as_u64().unwrap(),
+            threads * elements * per_element,
+            "{mix}"
+        );
+        let checked = o["validated_elements"].as_u64().unwrap();
+        let want = if mix == "read" { 0 } else { threads * elements };
+        assert_eq!(checked, want, "{mix}: elements checked after timing");
+        assert!(median(o) > 0.1, "{mix}: {} GB/s", median(o));
+    }
+    let counting = r["mixes"][1]["byte_counting"].as_str().unwrap();
+    assert!(counting.contains("write-allocate"), "{counting}");
+}
+
+#[test]
+fn mixes_print_in_one_table_with_their_byte_counting() {
+    let _turn = measuring();
+    let out = memfabric()
+        .args([
+            "bandwidth",
+            "--mix",
+            "read,copy-nt,triad",
+            "--size",
+            "4M",
+            "--samples",
+            "2",
+        ])
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("read ") || l.starts_with("copy-nt ") || l.starts_with("triad "))
+        .collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert!(
+        text.contains("Bytes counted:") && text.contains("streaming stores skip"),
+        "{text}"
+    );
+}
+
+#[test]
+fn thread_list_gives_one_cell_per_count() {
+    let _turn = measuring();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let list = if cpus >= 2 { "1,2" } else { "1" };
+    let v = json_of(&[
+        "bandwidth",
+        "--mix",
+        "copy",
+        "--threads",
+        list,
+        "--size",
+        "4M",
+        "--samples",
+        "2",
+    ]);
+    let counts: Vec<usize> = v["result"]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cpus"].as_array().unwrap().len())
+        .collect();
+    let want: Vec<usize> = list.split(',').map(|s| s.parse().unwrap()).collect();
+    assert_eq!(counts, want);
+    assert_eq!(v["result"]["thread_counts"], serde_json::json!(want));
+}
+
+#[test]
+fn per_domain_measures_each_domain_then_adds_them_up() {
+    let _turn = measuring();
+    let topo = json_of(&["topology"]);
+    let domains = topo["result"]["l3_domains"].as_array().unwrap().len();
+    let v = json_of(&[
+        "bandwidth",
+        "--per-domain",
+        "--fclk",
+        "2000",
+        "--size",
+        "4M",
+        "--samples",
+        "2",
+    ]);
+    let r = &v["result"];
+    assert_eq!(r["alone"].as_array().unwrap().len(), domains);
+    let cumulative = r["cumulative"].as_array().unwrap();
+    assert_eq!(cumulative.len(), domains);
+    for (k, step) in cumulative.iter().enumerate() {
+        assert_eq!(step["domains"].as_array().unwrap().len(), k + 1);
+    }
+    let first = &r["alone"][0];
+    let want = median(&first["outcome"]) * 1e3 / 2000.0;
+    let got = first["bytes_per_fclk"].as_f64().unwrap();
+    assert!((got - want).abs() < 1e-9 * want.max(1.0), "{got} vs {want}");
+}
+
+#[test]
+fn stream_counts_and_validates_as_stream_does() {
+    let _turn = measuring();
+    let v = json_of(&["stream", "--size", "16M", "--ntimes", "4"]);
+    let r = &v["result"];
+    assert_eq!(r["array_elements"], 2 * 1024 * 1024);
+    let m = &r["outcome"];
+    assert_eq!(m["status"], "ok", "{m}");
+    assert_eq!(m["validation"]["passed"], true);
+    assert_eq!(m["validation"]["errors"], serde_json::json!([0, 0, 0]));
+    let f = m["functions"].as_array().unwrap();
+    let names: Vec<&str> = f.iter().map(|x| x["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["Copy", "Scale", "Add", "Triad"]);
+    let bytes: Vec<u64> = f
+        .iter()
+        .map(|x| x["bytes_per_element"].as_u64().unwrap())
+        .collect();
+    assert_eq!(bytes, [16, 16, 24, 24]);
+    for x in f {
+        assert_eq!(
+            x["samples_gb_s"].as_array().unwrap().len(),
+            3,
+            "first pass not counted"
+        );
+        let best = x["best_gb_s"].as_f64().unwrap();
+        assert!(best >= median(x) && best > 0.1, "{x}");
+        // Best rate is bytes over the shortest time, exactly as STREAM prints it.
+        let t = x["min_time_s"].as_f64().unwrap();
+        let bytes = x["bytes_per_element"].as_f64().unwrap() * 2.0 * 1024.0 * 1024.0;
+        assert!((bytes / t * 1e-9 - best).abs() < 1e-6 * best);
+    }
+}
+
+#[test]
+fn bandwidth_bad_input_exits_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["bandwidth", "--mix", "4:1"],
+            "valid: read, write, write-nt, 3:1, 2:1, 1:1, rmw, copy, copy-nt, triad, triad-nt",
+        ),
+        (
+            &["bandwidth", "--threads", "0"],
+            "thread counts must be 1 or more",
+        ),
+        (
+            &["bandwidth", "--threads", "1,4096"],
+            "--threads 4096 is more than node 0",
+        ),
+        (&["bandwidth", "--fclk", "1600"], "--per-domain"),
+        (
+            &["bandwidth", "--per-domain", "--fclk", "0"],
+            "--fclk must be a positive",
+        ),
+        (
+            &["bandwidth", "--per-domain", "--mix", "read,copy"],
+            "--per-domain takes one --mix",
+        ),
+        (&["bandwidth", "--per-domain", "--matrix"], "cannot be combined"),
+        (
+            &["bandwidth", "--mix", "write-nt", "--kernel", "scalar"],
+            "needs streaming stores",
+        ),
+        (&["stream", "--ntimes", "1"], "--ntimes must be at least 2"),
+        (
+            &["stream", "--threads", "4096"],
+            "--threads must be between 1 and",
+        ),
+        (
+            &["stream", "--mem-nodes", "0,1"],
+            "stream takes one --mem-nodes node",
+        ),
+        (&["stream", "--mem-nodes", "7"], "node 7 does not exist"),
+    ];
+    for (args, needle) in cases {
+        let out = memfabric().args(*args).assert().code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(out.get_output().stdout.is_empty(), "{args:?} printed to stdout");
+    }
+}
