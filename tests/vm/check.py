@@ -354,7 +354,7 @@ def dmi_system_and_sockets(f):
 # ---------------------------------------------------------------------------
 class Result:
     def __init__(self, out, name, facts):
-        self.name, self.facts = name, facts
+        self.out, self.name, self.facts = out, name, facts
         with open(os.path.join(out, f"{name}.json"), "rb") as fh:
             self.stdout_bytes = fh.read()
         self.stdout = self.stdout_bytes.decode("utf-8", errors="replace")
@@ -368,6 +368,12 @@ class Result:
             return json.loads(self.stdout)
         except ValueError as e:
             raise CheckFailed(f"{self.name}: stdout is not JSON ({e}): {self.stdout[:200]!r}")
+
+    def other(self, name):
+        """Another command's result, e.g. the topology to compare against."""
+        expect(os.path.exists(os.path.join(self.out, f"{name}.rc")),
+               f"{self.name} is checked against command {name!r}, which did not run")
+        return Result(self.out, name, self.facts)
 
 
 @command_check("version")
@@ -383,15 +389,141 @@ def _(r):
 # ---------------------------------------------------------------------------
 # memfabric's own view of the guest, from its JSON
 # ---------------------------------------------------------------------------
+SCHEMA_VERSION = 2
 CPU_NODES = [n for n, (cpus, _) in sorted(NODES.items()) if cpus]
 MEM_NODES = sorted(NODES)
+ALL_CPUS = sorted(c for cpus, _ in NODES.values() for c in cpus)
+NODE_OF_CPU = {c: n for n, (cpus, _) in NODES.items() for c in cpus}
+MiB = 1 << 20
+
+# The bandwidth mixes in the order `--mix all` runs them, restated here rather than
+# read from memfabric: (arrays read, arrays written, distinct arrays, non-temporal).
+# Bytes per element are STREAM's count: 8 per array read plus 8 per array written.
+MIXES = {
+    "read": (1, 0, 1, False),
+    "write": (0, 1, 1, False),
+    "write-nt": (0, 1, 1, True),
+    "3:1": (3, 1, 4, False),
+    "2:1": (2, 1, 3, False),
+    "1:1": (1, 1, 2, False),
+    "rmw": (1, 1, 1, False),  # a[i] += s: one array, read and written
+    "copy": (1, 1, 2, False),
+    "copy-nt": (1, 1, 2, True),
+    "triad": (2, 1, 3, False),
+    "triad-nt": (2, 1, 3, True),
+}
+ALL_MIXES = list(MIXES)
+
+
+def mix_bytes_per_element(mix):
+    reads, writes, _, _ = MIXES[mix]
+    return 8 * (reads + writes)
+
+
+def envelope(r, command):
+    doc = r.json()
+    expect_eq(doc["schema_version"], SCHEMA_VERSION, "schema_version")
+    expect_eq(doc["command"], command, "command")
+    return doc["result"]
+
+
+def expected_kernel(facts):
+    """The widest vector kernel the guest CPU's flags allow (TCG: AVX2, no AVX-512)."""
+    flags = facts.file("/proc/cpuinfo:processor0") if facts else ""
+    flags = next((l.split(":", 1)[1].split() for l in flags.splitlines() if l.startswith("flags")), [])
+    if "avx512f" in flags:
+        return "avx512"
+    return "avx2" if "avx2" in flags else "sse2"
+
+
+def expect_placed(p, node, cpus_of_cpu_node, where):
+    expect_eq(p["requested_node"], node, f"{where} requested node")
+    expect(p["verified"], f"{where} placement not verified: {p}")
+    expect_eq(p["pages_on_node"], p["pages_sampled"], f"{where} pages on node")
+    expect(p["pages_sampled"] > 0, f"{where} no pages sampled")
+    expect(len(p["thread_affinity"]) == 1 and p["thread_affinity"][0] in cpus_of_cpu_node,
+           f"{where} thread affinity {p['thread_affinity']} not one CPU of {cpus_of_cpu_node}")
+
+
+def expect_thread_placements(placements, cpus, mem_nodes, min_bytes_each, where):
+    """One verified placement per thread, in the order of cpus: the thread pinned to
+    exactly its CPU (a CPU of its node), its memory all on its memory node."""
+    expect_eq(len(placements), len(cpus), f"{where}: placements (one per thread)")
+    for cpu, node, p in zip(cpus, mem_nodes, placements):
+        w = f"{where} thread on cpu {cpu}"
+        expect_placed(p, node, NODES[NODE_OF_CPU[cpu]][0], w)
+        expect_eq(p["thread_affinity"], [cpu], f"{w} affinity")
+        expect_eq(p["pages_elsewhere"], [], f"{w} pages elsewhere")
+        expect(p["pages_total"] * p["page_size_bytes"] >= min_bytes_each,
+               f"{w}: {p['pages_total']} pages of {p['page_size_bytes']} B cannot hold {min_bytes_each} B of arrays")
+
+
+def expect_summary(s, samples, where):
+    expect_eq(s["count"], len(samples), f"{where} summary count")
+    expect(min(samples) > 0, f"{where}: a sample is not positive: {samples}")
+    expect(abs(s["min"] - min(samples)) <= 1e-9 * s["min"] and abs(s["max"] - max(samples)) <= 1e-9 * s["max"],
+           f"{where}: summary min/max {s['min']}/{s['max']} do not match samples {samples}")
+    expect(s["min"] <= s["median"] <= s["max"], f"{where}: median {s['median']} outside [min, max]")
+
+
+def check_mix_infos(infos, names):
+    expect_eq([m["mix"] for m in infos], names, "mixes, in order")
+    for m in infos:
+        reads, writes, arrays, nt = MIXES[m["mix"]]
+        w = f"mix {m['mix']}"
+        expect_eq(m["arrays"], arrays, f"{w} arrays")
+        expect_eq(m["bytes_per_element"], mix_bytes_per_element(m["mix"]), f"{w} bytes_per_element")
+        expect_eq(m["non_temporal"], nt, f"{w} non_temporal")
+        expect(m["description"] and m["byte_counting"].startswith(f"{m['bytes_per_element']} bytes per element"),
+               f"{w} description/byte_counting: {m['description']!r} / {m['byte_counting']!r}")
+
+
+def check_bandwidth_outcome(o, mix, cpus, mem_nodes, array_bytes, samples, where):
+    """A bandwidth measurement of `mix` by one thread per CPU of cpus, thread i's
+    arrays (array_bytes each) on mem_nodes[i]."""
+    expect_eq(o["status"], "ok", f"{where} status ({o.get('reason')})")
+    elements = len(cpus) * array_bytes // 8
+    expect_eq(o["bytes_per_sample"], elements * mix_bytes_per_element(mix), f"{where} bytes_per_sample")
+    # every written array is checked after timing; a mix that writes nothing checks nothing
+    expect_eq(o["validated_elements"], 0 if mix == "read" else elements, f"{where} validated_elements")
+    expect_eq(len(o["samples_gb_s"]), samples, f"{where} samples")
+    expect_summary(o["bandwidth_gb_s"], o["samples_gb_s"], where)
+    expect_thread_placements(o["placement"], cpus, mem_nodes, MIXES[mix][2] * array_bytes, where)
+
+
+def check_bandwidth_report(r, res, mixes, thread_counts, matrix, array_bytes, samples):
+    """BandwidthReport: every cell there, ok, with the right threads and placement.
+    Returns the cells keyed by (mix, threads, cpu node, mem node)."""
+    expect_eq(res["kernel"], expected_kernel(r.facts), "kernel (from the guest's CPU flags)")
+    expect_eq(res["huge_pages"], "off", "huge_pages")
+    expect_eq(res["array_bytes_per_thread"], array_bytes, "array_bytes_per_thread")
+    check_mix_infos(res["mixes"], mixes)
+    expect_eq(res["thread_counts"], thread_counts, "thread_counts")
+    expect_eq(res["cpu_nodes"], CPU_NODES, "rows (CPU nodes)")
+    expect_eq(res["mem_nodes"], MEM_NODES if matrix else CPU_NODES, "columns (memory nodes)")
+    pairs = [(c, m) for c in CPU_NODES for m in (MEM_NODES if matrix else [c])]
+    counts = thread_counts or [None]  # None: every CPU of the node
+    want = [(mix, t, c, m) for mix in mixes for (c, m) in pairs for t in counts]
+    cells = {}
+    for cell in res["cells"]:
+        key = (cell["mix"], len(cell["cpus"]) if thread_counts else None, cell["cpu_node"], cell["mem_node"])
+        expect(key not in cells, f"cell {key} twice")
+        cells[key] = cell
+    expect_eq(sorted(cells, key=str), sorted(want, key=str), "cells (mix, threads, cpu node, mem node)")
+    # results.rs: cells "ordered by mix, then (CPU node, memory node), then thread count".
+    got = [(c["mix"], len(c["cpus"]) if thread_counts else None, c["cpu_node"], c["mem_node"]) for c in res["cells"]]
+    expect_eq(got, want, "cell order (mix, then node pair, then thread count)")
+    for (mix, t, c, m), cell in cells.items():
+        cpus = NODES[c][0][:t] if t else NODES[c][0]
+        where = f"{r.name} cell {mix} {len(cpus)} threads node {c} -> node {m}"
+        expect_eq(cell["cpus"], cpus, f"{where} cpus")
+        check_bandwidth_outcome(cell["outcome"], mix, cpus, [m] * len(cpus), array_bytes, samples, where)
+    return cells
 
 
 @command_check("topology")
 def _(r):
-    doc = r.json()
-    expect_eq(doc["schema_version"], 1, "schema_version")
-    t = doc["result"]
+    t = envelope(r, "topology")
     nodes = {n["id"]: n for n in t["nodes"]}
     expect_eq(sorted(nodes), MEM_NODES, "node ids")
     for nid, (cpus, mem) in NODES.items():
@@ -417,12 +549,21 @@ def _(r):
                 expect_eq(e[field], lat, f"node {target} access{access} {field}")
             for field in ("read_bandwidth_mb_s", "write_bandwidth_mb_s"):
                 expect_eq(e[field], bw, f"node {target} access{access} {field}")
+    # L3 domains (what `bandwidth --per-domain` walks): they split the CPUs, none spans
+    # a node, and the one of CPU 0 is the L3 the guest kernel shows for CPU 0.
+    doms = t["l3_domains"]
+    expect_eq([d["index"] for d in doms], list(range(len(doms))), "l3_domains indexes")
+    expect_eq(sorted(c for d in doms for c in d["cpus"]), ALL_CPUS, "l3_domains cover every CPU once")
+    for d in doms:
+        expect_eq(d["level"], 3, f"l3 domain {d['index']} level")
+        expect_eq({NODE_OF_CPU[c] for c in d["cpus"]}, {d["node"]}, f"l3 domain {d['index']} node")
+    l3 = next(i for i in range(8) if r.facts.files.get(f"/sys/devices/system/cpu/cpu0/cache/index{i}/level", "").strip() == "3")
+    shared = parse_cpulist(r.facts.file(f"/sys/devices/system/cpu/cpu0/cache/index{l3}/shared_cpu_list"))
+    expect_eq(next(d["cpus"] for d in doms if 0 in d["cpus"]), shared, "L3 domain of cpu 0 (guest shared_cpu_list)")
 
 
 def matrix_cells(r, command):
-    doc = r.json()
-    expect_eq(doc["command"], command, "command")
-    res = doc["result"]
+    res = envelope(r, command)
     expect_eq(res["cpu_nodes"], CPU_NODES, "matrix rows (CPU nodes)")
     expect_eq(res["mem_nodes"], MEM_NODES, "matrix columns (memory nodes)")
     cells = {(c["cpu_node"], c["mem_node"]): c for c in res["cells"]}
@@ -431,15 +572,6 @@ def matrix_cells(r, command):
         o = cell["outcome"]
         expect_eq(o["status"], "ok", f"cell {key} status ({o.get('reason')})")
     return cells
-
-
-def expect_placed(p, node, cpus_of_cpu_node, where):
-    expect_eq(p["requested_node"], node, f"{where} requested node")
-    expect(p["verified"], f"{where} placement not verified: {p}")
-    expect_eq(p["pages_on_node"], p["pages_sampled"], f"{where} pages on node")
-    expect(p["pages_sampled"] > 0, f"{where} no pages sampled")
-    expect(len(p["thread_affinity"]) == 1 and p["thread_affinity"][0] in cpus_of_cpu_node,
-           f"{where} thread affinity {p['thread_affinity']} not one CPU of {cpus_of_cpu_node}")
 
 
 @command_check("latency-matrix")
@@ -454,24 +586,129 @@ def _(r):
 
 @command_check("bandwidth-matrix")
 def _(r):
-    for (c, m), cell in matrix_cells(r, "bandwidth").items():
-        o = cell["outcome"]
-        expect_eq(cell["cpus"], NODES[c][0], f"cell {(c, m)} threads")
-        expect_eq(len(o["placement"]), len(NODES[c][0]), f"cell {(c, m)} placements")
-        for p in o["placement"]:
-            expect_placed(p, m, NODES[c][0], f"bandwidth cell {(c, m)}")
-        expect(o["bandwidth_gb_s"]["median"] > 0, f"cell {(c, m)} bandwidth")
+    # --matrix --size 8M --samples 3, default mix (read), every CPU of each node
+    res = envelope(r, "bandwidth")
+    check_bandwidth_report(r, res, ["read"], [], True, 8 * MiB, 3)
+
+
+@command_check("bandwidth-mix-all")
+def _(r):
+    # --mix all --matrix --size 2M --samples 2: 11 mixes x 2 CPU nodes x 3 memory nodes,
+    # the CPU-less node 2 included as a memory target
+    res = envelope(r, "bandwidth")
+    cells = check_bandwidth_report(r, res, ALL_MIXES, [], True, 2 * MiB, 2)
+    expect_eq(len(cells), len(ALL_MIXES) * len(CPU_NODES) * len(MEM_NODES), "cell count")
+
+
+@command_check("bandwidth-threads")
+def _(r):
+    # --mix read,copy --threads 1,2 --size 2M --samples 2: each node's own memory,
+    # 1 thread (the node's first CPU) and 2 threads (both its CPUs)
+    res = envelope(r, "bandwidth")
+    cells = check_bandwidth_report(r, res, ["read", "copy"], [1, 2], False, 2 * MiB, 2)
+    for (mix, t, c, m), cell in cells.items():
+        expect_eq(len(cell["cpus"]), t, f"cell {mix} node {c} threads")
+
+
+@command_check("bandwidth-per-domain")
+def _(r):
+    # --per-domain --fclk 1000 --size 2M --samples 2 (mix read, each thread on its own node)
+    fclk, samples, array_bytes = 1000.0, 2, 2 * MiB
+    res = envelope(r, "bandwidth")
+    check_mix_infos([res["mix"]], ["read"])
+    expect_eq(res["kernel"], expected_kernel(r.facts), "kernel (from the guest's CPU flags)")
+    expect_eq(res["array_bytes_per_thread"], array_bytes, "array_bytes_per_thread")
+    expect_eq(res["fclk_mhz"], fclk, "fclk_mhz")
+    doms = envelope(r.other("topology"), "topology")["l3_domains"]
+    expect(len(doms) >= len(CPU_NODES), f"fewer L3 domains than CPU nodes: {doms}")
+
+    def step(e, indexes, where):
+        cpus = [c for i in indexes for c in doms[i]["cpus"]]
+        expect_eq(e["domains"], indexes, f"{where} domains")
+        expect_eq(e["cpus"], cpus, f"{where} cpus")
+        expect_eq(e["mem_nodes"], [NODE_OF_CPU[c] for c in cpus], f"{where} mem_nodes (each CPU's node)")
+        o = e["outcome"]
+        check_bandwidth_outcome(o, "read", cpus, e["mem_nodes"], array_bytes, samples, where)
+        want = o["bandwidth_gb_s"]["median"] * 1e3 / fclk  # GB/s over MHz: bytes per cycle
+        expect(e["bytes_per_fclk"] is not None and abs(e["bytes_per_fclk"] - want) <= 1e-9 * want,
+               f"{where} bytes_per_fclk {e['bytes_per_fclk']} != median GB/s * 1e3 / {fclk} = {want}")
+
+    expect_eq(len(res["alone"]), len(doms), "alone: one entry per L3 domain")
+    for d, e in zip(doms, res["alone"]):
+        step(e, [d["index"]], f"domain {d['index']} alone")
+    expect_eq(len(res["cumulative"]), len(doms), "cumulative: one step per L3 domain")
+    for k, e in enumerate(res["cumulative"]):
+        step(e, [d["index"] for d in doms[: k + 1]], f"domains 0..{k} together")
+
+
+def stream_expected(ntimes):
+    """STREAM 5.10's checkSTREAMresults on scalars: a, b, c after ntimes passes."""
+    a, b, c, s = 1.0, 2.0, 0.0, 3.0
+    a = 2.0 * a
+    for _ in range(ntimes):
+        c = a
+        b = s * c
+        c = a + b
+        a = b + s * c
+    return [a, b, c]
+
+
+def check_stream(r, size, ntimes, mem_nodes):
+    res = envelope(r, "stream")
+    cpus = ALL_CPUS
+    elements = size // 8
+    expect_eq(res["kernel"], expected_kernel(r.facts), "kernel (from the guest's CPU flags)")
+    expect_eq(res["array_elements"], elements, "array_elements")
+    expect_eq(res["bytes_per_element"], 8, "bytes_per_element")
+    expect_eq(res["ntimes"], ntimes, "ntimes")
+    expect_eq(res["cpus"], cpus, "cpus (every guest CPU)")
+    expect_eq(res["mem_nodes"], mem_nodes, "mem_nodes")
+    o = res["outcome"]
+    expect_eq(o["status"], "ok", f"status ({o.get('reason')})")
+    v = o["validation"]
+    expect(v["passed"], f"validation failed: {v}")
+    expect_eq(v["errors"], [0, 0, 0], "validation errors (a, b, c)")
+    expect_eq(v["epsilon"], 1e-13, "validation epsilon")
+    expect_eq(v["expected"], stream_expected(ntimes), "validation expected a, b, c")
+    fns = o["functions"]
+    expect_eq([(f["name"], f["bytes_per_element"]) for f in fns],
+              [("Copy", 16), ("Scale", 16), ("Add", 24), ("Triad", 24)], "functions")
+    for f in fns:
+        w = f"function {f['name']}"
+        expect_eq(len(f["samples_gb_s"]), ntimes - 1, f"{w} samples (first pass not counted)")
+        expect_summary(f["bandwidth_gb_s"], f["samples_gb_s"], w)
+        expect(f["best_gb_s"] >= f["bandwidth_gb_s"]["median"] * (1 - 1e-12),
+               f"{w} best {f['best_gb_s']} < median {f['bandwidth_gb_s']['median']}")
+        expect(0 < f["min_time_s"] <= f["avg_time_s"] <= f["max_time_s"], f"{w} times min/avg/max")
+        best = f["bytes_per_element"] * elements / f["min_time_s"] / 1e9  # STREAM's Best Rate
+        expect(abs(f["best_gb_s"] - best) <= 1e-6 * best, f"{w} best {f['best_gb_s']} != bytes / min time = {best}")
+    part_bytes = -(-elements // len(cpus)) * 8
+    expect_thread_placements(o["placement"], cpus, mem_nodes, 3 * part_bytes, "stream")
+
+
+@command_check("stream")
+def _(r):
+    # --size 8M --ntimes 3: every CPU, each thread's part of a, b, c on its own node
+    check_stream(r, 8 * MiB, 3, [NODE_OF_CPU[c] for c in ALL_CPUS])
+
+
+@command_check("stream-mem-node2")
+def _(r):
+    # --mem-nodes 2 --size 4M --ntimes 2: every part on the CPU-less node
+    check_stream(r, 4 * MiB, 2, [2] * len(ALL_CPUS))
 
 
 @command_check("run-quick")
 def _(r):
-    doc = r.json()
-    res = doc["result"]
+    res = envelope(r, "run")
     expect_eq(sorted(n["id"] for n in res["topology"]["nodes"]), MEM_NODES, "run: topology nodes")
     for part in ("latency", "bandwidth"):
         expect_eq(res[part]["mem_nodes"], MEM_NODES, f"run: {part} columns")
         for cell in res[part]["cells"]:
             expect_eq(cell["outcome"]["status"], "ok", f"run: {part} cell {cell['cpu_node']}->{cell['mem_node']}")
+    bw = res["bandwidth"]
+    check_bandwidth_report(r, bw, ["read"], [], True, bw["array_bytes_per_thread"],
+                           bw["cells"][0]["outcome"]["bandwidth_gb_s"]["count"])
 
 
 @command_check("latency-bad-node")
@@ -485,6 +722,13 @@ def _(r):
 def _(r):
     expect("rc=2" in r.stdout, f"a CPU-less CPU node should exit 2: {r.stdout!r}")
     expect("node 2 has no CPUs" in r.stderr, f"stderr: {r.stderr!r}")
+
+
+@command_check("bandwidth-bad-mix")
+def _(r):
+    expect_eq(r.stdout.strip(), "rc=2", "an unknown mix should exit 2 with nothing on stdout")
+    want = f"unknown mix '4:1' (valid: {', '.join(ALL_MIXES)}, or all)"
+    expect(want in r.stderr, f"stderr should say {want!r}: {r.stderr!r}")
 
 # ---------------------------------------------------------------------------
 def main():

@@ -44,7 +44,10 @@ thread, each part first-touched by its own pinned thread; --ntimes passes of the
 four kernels, the first not counted; bytes counted 16, 16, 24 and 24 per element;
 the arrays checked against the same operations on scalars (relative error 1e-13).
 Best GB/s is STREAM's Best Rate MB/s divided by 1000. To compare with STREAM,
-give the same array size: STREAM_ARRAY_SIZE=N is --size 8*N bytes.
+give the same array size: STREAM_ARRAY_SIZE=N is --size 8*N bytes. Note that
+gcc (even at STREAM's -O2) compiles STREAM's Copy loop into a call to memcpy, and
+glibc's memcpy uses streaming stores for large copies: that Copy compares with
+memfabric's Copy under --non-temporal, its other three kernels without it.
 
 Examples:
   memfabric stream                        every allowed CPU, arrays 4x the LLC
@@ -188,6 +191,9 @@ pub struct StreamArgs {
     /// Bytes of each of the three arrays, all threads together (default: 4x the total last-level cache, at least 256M)
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub size: Option<u64>,
+    /// Streaming (non-temporal) stores in all four kernels, then a store fence
+    #[arg(long)]
+    pub non_temporal: bool,
     /// Passes of the four kernels; the first is not counted (STREAM's NTIMES)
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub ntimes: usize,

@@ -120,6 +120,7 @@ pub struct StreamOptions {
     pub ntimes: usize,
     pub huge_pages: HugePages,
     pub isa: Isa,
+    pub non_temporal: bool,
 }
 
 /// (cpu node, mem node) pairs in row-major order, and the memory nodes (columns).
@@ -576,6 +577,12 @@ pub fn stream_plan(m: &Machine, sel: &Selection, opt: &StreamOptions) -> Result<
             "stream has no --matrix: choose the memory with --mem-nodes".into(),
         ));
     }
+    if opt.non_temporal && !opt.isa.has_streaming_stores() {
+        return Err(PlanError::Conflict(format!(
+            "--non-temporal needs streaming stores, which the {} kernel does not have",
+            opt.isa.name()
+        )));
+    }
     let mem_node = m.single_mem_node(sel, "stream")?;
     let mut cpus = Vec::new();
     for node in m.cpu_nodes(sel)? {
@@ -614,5 +621,6 @@ pub fn stream_plan(m: &Machine, sel: &Selection, opt: &StreamOptions) -> Result<
         ntimes: opt.ntimes,
         huge_pages: opt.huge_pages,
         isa: opt.isa,
+        non_temporal: opt.non_temporal,
     })
 }

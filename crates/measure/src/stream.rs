@@ -35,6 +35,8 @@ pub struct StreamPlan {
     pub ntimes: usize,
     pub huge_pages: HugePages,
     pub isa: Isa,
+    /// Streaming stores in all four kernels (as STREAM built with them).
+    pub non_temporal: bool,
 }
 
 impl StreamPlan {
@@ -56,6 +58,7 @@ pub fn run(plan: &StreamPlan, obs: &dyn Observer) -> StreamReport {
     obs.finish();
     StreamReport {
         kernel: plan.isa.name().into(),
+        non_temporal: plan.non_temporal,
         huge_pages: plan.huge_pages,
         array_elements: plan.array_elements,
         bytes_per_element: 8,
@@ -93,7 +96,7 @@ fn measure(plan: &StreamPlan, obs: &dyn Observer) -> Outcome<StreamMeasurement> 
         let pass = Pass {
             op,
             isa: plan.isa,
-            non_temporal: false,
+            non_temporal: plan.non_temporal,
             scalar: SCALAR,
         };
         std::hint::black_box(run_pass(&pass, &mut operands));
@@ -222,6 +225,7 @@ mod tests {
             ntimes: 10,
             huge_pages: HugePages::Off,
             isa: Isa::Scalar,
+            non_temporal: false,
         };
         let parts: Vec<usize> = (0..7).map(|t| plan.part(t)).collect();
         assert_eq!(parts.iter().sum::<usize>(), 1000);

@@ -10,7 +10,7 @@ use memfabric_model::{HugePages, Placement};
 
 use crate::observer::Observer;
 use crate::placement::{allocate_on_node, describe_mismatch, pin};
-use crate::sys::{Buffer, ARRAY_ALIGN, BLOCK_ELEMENTS};
+use crate::sys::{Buffer, ARRAY_ALIGN};
 
 /// One member: the CPU it is pinned to and the node its arrays live on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,10 +31,13 @@ pub struct Arrays {
     pub placement: Placement,
 }
 
-/// Doubles between the starts of two arrays: whole blocks, so each stays aligned.
+/// Doubles between the starts of two arrays: whole 4 KiB pages, so that each array
+/// starts on a page (the interleaved kernels walk pages) and stays aligned.
 fn stride_elements(elements: usize) -> usize {
-    elements.max(1).next_multiple_of(BLOCK_ELEMENTS)
+    elements.max(1).next_multiple_of(PAGE_ELEMENTS)
 }
+
+const PAGE_ELEMENTS: usize = 4096 / 8;
 
 impl Arrays {
     /// Pins to the member's CPU and maps its arrays; a placement that cannot be

@@ -279,6 +279,7 @@ fn stream_splits_threads_over_nodes_and_keeps_parts_local() {
         ntimes: 10,
         huge_pages: HugePages::Off,
         isa: Isa::Scalar,
+        non_temporal: false,
     };
     let p = stream_plan(&m, &Selection::default(), &opt).unwrap();
     assert_eq!(p.members.len(), t.cpus.len());

@@ -185,7 +185,7 @@ pub struct BandwidthReport {
     pub mem_nodes: Vec<u32>,
     /// Threads per cell, as asked with --threads; empty when every CPU of the node ran.
     pub thread_counts: Vec<usize>,
-    /// Ordered by mix, then thread count, then CPU node, then memory node.
+    /// Ordered by mix, then (CPU node, memory node), then thread count.
     pub cells: Vec<BandwidthCell>,
 }
 
@@ -273,6 +273,8 @@ pub struct DomainBandwidth {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamReport {
     pub kernel: String,
+    /// Stores were streaming (non-temporal) stores followed by a store fence.
+    pub non_temporal: bool,
     pub huge_pages: HugePages,
     /// Elements of each of the three arrays, all threads together (STREAM_ARRAY_SIZE).
     pub array_elements: u64,

@@ -37,6 +37,7 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &StreamArgs) -> Result<StreamRepor
         ntimes: a.ntimes,
         huge_pages: a.huge_pages.into(),
         isa: common::isa(a.kernel)?,
+        non_temporal: a.non_temporal,
     };
     let plan = stream_plan(&machine, &sel, &options).map_err(common::usage)?;
     let threshold = common::threshold(a.cv_threshold)?;
@@ -52,7 +53,7 @@ pub fn render(r: &StreamReport, topo: &Topology) -> String {
     let array_bytes = r.array_elements * r.bytes_per_element;
     let mut out = format!(
         "STREAM kernels: {} threads on CPUs {}, arrays on node(s) {}\n\
-         {} elements per array ({} each, {} for all three), {} passes (the first not counted), {} kernel, huge pages: {}\n",
+         {} elements per array ({} each, {} for all three), {} passes (the first not counted), {} kernel{}, huge pages: {}\n",
         r.cpus.len(),
         format_cpulist(&r.cpus),
         format_cpulist(&nodes),
@@ -61,6 +62,7 @@ pub fn render(r: &StreamReport, topo: &Topology) -> String {
         format_size(3 * array_bytes),
         r.ntimes,
         r.kernel,
+        if r.non_temporal { " with streaming stores" } else { "" },
         common::json_name(&r.huge_pages)
     );
     let llc = topo.total_llc_bytes();
@@ -138,6 +140,7 @@ mod tests {
         };
         let r = StreamReport {
             kernel: "avx512".into(),
+            non_temporal: false,
             huge_pages: HugePages::Off,
             array_elements: 1 << 27,
             bytes_per_element: 8,

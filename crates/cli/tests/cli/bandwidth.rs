@@ -163,6 +163,23 @@ fn stream_counts_and_validates_as_stream_does() {
 }
 
 #[test]
+fn stream_with_streaming_stores_still_validates() {
+    let _turn = measuring();
+    let v = json_of(&[
+        "stream",
+        "--size",
+        "8M",
+        "--ntimes",
+        "2",
+        "--non-temporal",
+        "--threads",
+        "1",
+    ]);
+    assert_eq!(v["result"]["non_temporal"], true);
+    assert_eq!(v["result"]["outcome"]["validation"]["passed"], true);
+}
+
+#[test]
 fn bandwidth_bad_input_exits_2() {
     let cases: &[(&[&str], &str)] = &[
         (
@@ -192,6 +209,10 @@ fn bandwidth_bad_input_exits_2() {
             "needs streaming stores",
         ),
         (&["stream", "--ntimes", "1"], "--ntimes must be at least 2"),
+        (
+            &["stream", "--non-temporal", "--kernel", "scalar"],
+            "needs streaming stores",
+        ),
         (
             &["stream", "--threads", "4096"],
             "--threads must be between 1 and",

@@ -205,15 +205,42 @@ unsafe fn scalar<const OP: u8, const NT: bool>(p: &Ptrs, n: usize, s: f64) -> u6
     span::<f64, OP, NT>(p, n, s)
 }
 
+/// Doubles in a 4 KiB page, and pages walked side by side by the interleaved loop.
+const PAGE_ELEMENTS: usize = 512;
+const PAGES: usize = 4;
+/// Doubles taken from each page per step of the interleaved loop (128 bytes).
+const STEP_ELEMENTS: usize = 16;
+
 /// The loop every kernel shares. Blocks of BLOCK_ELEMENTS when V is a vector (the
 /// caller passes a multiple of it), single elements when V is f64. Four accumulators
 /// keep the folded loads from forming one long dependency chain.
+///
+/// Loads-only and streaming-store kernels walk four 4 KiB pages side by side: one
+/// core then keeps four page streams in flight for the hardware prefetchers instead of
+/// one. Measured on a 2-CPU EPYC guest (docs/PERFORMANCE.md): +15 % for reads and
+/// +28 % for a streaming-store copy, which then matches glibc's memcpy (itself
+/// page-interleaved). With regular stores the same walk was 20 % slower, so those
+/// kernels go straight through.
 #[inline(always)]
 unsafe fn span<V: Vector, const OP: u8, const NT: bool>(p: &Ptrs, n: usize, s: f64) -> u64 {
-    let per_iter = if V::LANES == 1 { 1 } else { BLOCK_ELEMENTS };
     let sv = V::splat(s);
     let mut acc = [V::splat(0.0); 4];
     let mut i = 0;
+    if V::LANES > 1 && (NT || OP == READ) {
+        let chunk = PAGES * PAGE_ELEMENTS;
+        while i + chunk <= n {
+            for off in (0..PAGE_ELEMENTS).step_by(STEP_ELEMENTS) {
+                for (q, a) in acc.iter_mut().enumerate().take(PAGES) {
+                    for k in 0..STEP_ELEMENTS / V::LANES {
+                        let j = i + q * PAGE_ELEMENTS + off + k * V::LANES;
+                        *a = element::<V, OP, NT>(p, j, sv, *a);
+                    }
+                }
+            }
+            i += chunk;
+        }
+    }
+    let per_iter = if V::LANES == 1 { 1 } else { BLOCK_ELEMENTS };
     while i < n {
         for k in 0..per_iter / V::LANES {
             let j = i + k * V::LANES;
@@ -290,7 +317,7 @@ mod tests {
                     if nt && (!isa.has_streaming_stores() || op == Op::Read) {
                         continue;
                     }
-                    for n in [0, 7, 64, 200, 1024] {
+                    for n in [0, 7, 64, 200, 1024, 2048, 2048 + 64 + 3, 3 * 2048 + 512] {
                         check(
                             Pass {
                                 op,
