@@ -59,6 +59,29 @@ Sizes take binary suffixes: 64K = 65536 bytes, 256M, 1G, 1GiB.
 GB/s means 10^9 bytes per second.
 Exit codes: 0 success, 1 a measurement failed, 2 bad input or usage.";
 
+const LOADED_HELP: &str = "\
+One CPU chases pointers through a random cycle in memory on a node (as `latency`
+does) while the other CPUs run a bandwidth mix over their own arrays on the same
+node. Each load thread waits a number of spin-loop hints after every 4 KiB of each
+array: none at the first point, then 1, 2, 4, ... doubling, down to near idle.
+Each point prints the load's GB/s (measured while the latency is sampled) and the
+latency: the curve of `mlc --loaded_latency`. The idle latency (no load) comes first.
+
+--spread instead adds the load one L3 domain (CCX/CCD, sub-NUMA cluster) at a time at
+full speed, to show what busy neighbours do to the latency CPU; --load-domain and
+--latency-domain put the load on one domain and the measuring CPU on another.
+
+Examples:
+  memfabric loaded-latency                              CPU 0 measures, all others load
+  memfabric loaded-latency --mix triad-nt --points 20
+  memfabric loaded-latency --latency-domain 0 --load-domain 1
+  memfabric loaded-latency --spread
+
+Lists of CPUs and nodes use Linux syntax: 0-3,8,10-11.
+Sizes take binary suffixes: 64K = 65536 bytes, 256M, 1G, 1GiB.
+GB/s means 10^9 bytes per second.
+Exit codes: 0 success, 1 a measurement failed, 2 bad input or usage.";
+
 /// Seed of the latency chase when none is given, so runs rebuild the same cycle.
 pub const DEFAULT_SEED: u64 = 0x6d65_6d66;
 
@@ -90,6 +113,8 @@ pub enum Command {
     Bandwidth(BandwidthArgs),
     #[command(about = registry::STREAM.about, after_help = STREAM_HELP)]
     Stream(StreamArgs),
+    #[command(name = "loaded-latency", about = registry::LOADED_LATENCY.about, after_help = LOADED_HELP)]
+    LoadedLatency(LoadedLatencyArgs),
     /// List the measurements memfabric offers and what each reports
     List,
 }
@@ -206,6 +231,48 @@ pub struct StreamArgs {
     /// Flag functions whose passes spread more than this many percent
     #[arg(long, value_name = "PCT", default_value_t = DEFAULT_CV_PERCENT)]
     pub cv_threshold: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadedLatencyArgs {
+    /// The CPU that measures latency (default: the first allowed CPU)
+    #[arg(long, value_name = "CPU")]
+    pub latency_cpu: Option<u32>,
+    /// Measure from the first allowed CPU of this L3 domain (index as `topology` lists them)
+    #[arg(long, value_name = "INDEX")]
+    pub latency_domain: Option<usize>,
+    /// CPUs that load memory (default: every other allowed CPU)
+    #[arg(long, value_name = "LIST", value_parser = parse_list)]
+    pub load_cpus: Option<IdList>,
+    /// Load from the allowed CPUs of this L3 domain
+    #[arg(long, value_name = "INDEX")]
+    pub load_domain: Option<usize>,
+    /// Node of the chase and of the load's arrays (default: the latency CPU's node)
+    #[arg(long, value_name = "NODE")]
+    pub mem_node: Option<u32>,
+    /// The load's access mix (see `bandwidth --help`)
+    #[arg(long, value_name = "MIX", default_value = "read")]
+    pub mix: Mix,
+    /// Add the load one L3 domain at a time, at full speed, instead of throttling it
+    #[arg(long)]
+    pub spread: bool,
+    /// Throttle levels: no delay, then doubling delays
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub points: usize,
+    /// Size of the latency chase (default: 4x the total last-level cache, at least 256M)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub chase_size: Option<u64>,
+    /// Bytes of each array of each load thread (default: 4x the LLC split over the threads, at least 64M)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Time per latency sample in milliseconds
+    #[arg(long, value_name = "MS", default_value_t = 20)]
+    pub sample_ms: u64,
+    /// Vector kernel of the load (default: the widest this CPU supports)
+    #[arg(long, value_enum, default_value_t = KernelArg::Auto)]
+    pub kernel: KernelArg,
+    #[command(flatten)]
+    pub common: Common,
 }
 
 #[derive(Debug, Args)]

@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         Command::Latency(a) => cmd::latency::run(&ctx, a),
         Command::Bandwidth(a) => cmd::bandwidth::run(&ctx, a),
         Command::Stream(a) => cmd::stream::run(&ctx, a),
+        Command::LoadedLatency(a) => cmd::loaded::run(&ctx, a),
         Command::List => cmd::list::run(&ctx),
     };
     match result {

@@ -10,6 +10,8 @@ use serde_json::Value;
 /// other, not the memory.
 #[path = "cli/bandwidth.rs"]
 mod bandwidth;
+#[path = "cli/loaded.rs"]
+mod loaded;
 
 fn cell_mix(cell: &Value) -> &str {
     cell["mix"].as_str().expect("cell mix")

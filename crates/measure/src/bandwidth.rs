@@ -169,7 +169,7 @@ pub fn measure(
 
 /// Initial contents: the arrays a mix reads hold distinct values, so a misplaced load
 /// or store shows in the result; the array it writes starts at zero.
-fn fill(mix: Mix, arrays: &mut [&mut [f64]]) {
+pub(crate) fn fill(mix: Mix, arrays: &mut [&mut [f64]]) {
     for (q, a) in arrays.iter_mut().enumerate() {
         let writes = q == 0 && mix != Mix::Read;
         for (i, x) in a.iter_mut().enumerate() {

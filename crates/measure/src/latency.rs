@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use memfabric_model::{HugePages, LatencyCell, LatencyMeasurement, LatencyReport, Outcome, Pattern, Summary};
+use memfabric_model::{
+    HugePages, LatencyCell, LatencyMeasurement, LatencyReport, Outcome, Pattern, Placement, Summary,
+};
 
 use crate::observer::{interrupted, Observer};
 use crate::order::successors;
@@ -74,65 +76,133 @@ pub fn run(plan: &LatencyPlan, obs: &dyn Observer) -> LatencyReport {
     }
 }
 
+/// What a chase needs besides the CPU and node: its shape and pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChaseShape {
+    pub size_bytes: u64,
+    pub stride_bytes: u64,
+    pub window_bytes: u64,
+    pub pattern: Pattern,
+    pub huge_pages: HugePages,
+    pub seed: u64,
+}
+
+impl LatencyPlan {
+    pub fn shape(&self) -> ChaseShape {
+        ChaseShape {
+            size_bytes: self.size_bytes,
+            stride_bytes: self.stride_bytes,
+            window_bytes: self.window_bytes,
+            pattern: self.pattern,
+            huge_pages: self.huge_pages,
+            seed: self.seed,
+        }
+    }
+}
+
+/// A chase ready to be timed: built on its node by the calling thread (pinned to
+/// `cpu` here), its placement verified and its cycle walked once (the warm-up).
+pub struct ReadyChase {
+    pub chain: Chain,
+    pub placement: Placement,
+    pub visited: u64,
+}
+
+/// Why a chase could not be made ready.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotReady {
+    Failed(String),
+    Interrupted,
+}
+
+impl NotReady {
+    /// The outcome to report instead of a measurement.
+    pub fn outcome<T>(self) -> Outcome<T> {
+        match self {
+            NotReady::Failed(reason) => Outcome::Failed { reason },
+            NotReady::Interrupted => interrupted(),
+        }
+    }
+}
+
+/// Pins the calling thread to `cpu`, then builds and validates the chase on `node`.
+pub fn prepare_chase(cpu: u32, node: u32, shape: &ChaseShape, obs: &dyn Observer) -> Result<ReadyChase, NotReady> {
+    let failed = NotReady::Failed;
+    let affinity = pin(cpu).map_err(|e| failed(e.to_string()))?;
+    let (buf, placement) = allocate_on_node(shape.size_bytes as usize, node, shape.huge_pages, affinity)
+        .map_err(|e| failed(e.to_string()))?;
+    if !placement.verified {
+        return Err(failed(describe_mismatch(&placement)));
+    }
+    let stride = shape.stride_bytes as usize;
+    let elements = buf.len() / stride;
+    let per_window = (shape.window_bytes / shape.stride_bytes) as usize;
+    let succ = successors(shape.pattern, elements, per_window, shape.seed);
+    let Ok(chain) = link_chase(buf, &succ, stride) else {
+        return Err(failed("internal error: chase order is not a permutation".into()));
+    };
+    drop(succ);
+    // The warm-up walk is also the proof that the chase is one cycle through every line.
+    let visited = chase_count_cycle(&chain, &|| obs.cancelled()).ok_or(NotReady::Interrupted)?;
+    if visited != chain.elements() {
+        return Err(failed(format!(
+            "chase returned to its start after {visited} of {} elements",
+            chain.elements()
+        )));
+    }
+    Ok(ReadyChase {
+        chain,
+        placement,
+        visited,
+    })
+}
+
+impl ReadyChase {
+    /// Takes `samples` samples of about `sample_time` each (stopping early if the
+    /// observer cancels); returns ns per load of each, and the loads per sample.
+    pub fn sample(&self, samples: usize, sample_time: Duration, obs: &dyn Observer) -> (Vec<f64>, u64) {
+        let (loads, mut p) = calibrate(&self.chain, sample_time);
+        let mut samples_ns = Vec::with_capacity(samples);
+        for _ in 0..samples {
+            if obs.cancelled() {
+                break;
+            }
+            let t = Instant::now();
+            p = chase(&self.chain, p, loads);
+            samples_ns.push(t.elapsed().as_nanos() as f64 / loads as f64);
+        }
+        std::hint::black_box(p);
+        (samples_ns, loads)
+    }
+
+    /// The measurement of these samples, or interrupted if there are none.
+    pub fn measurement_of(&self, samples_ns: Vec<f64>, loads: u64) -> Outcome<LatencyMeasurement> {
+        match Summary::of(&samples_ns) {
+            Some(latency_ns) => Outcome::Ok(LatencyMeasurement {
+                latency_ns,
+                samples_ns,
+                loads_per_sample: loads,
+                cycle_verified_elements: self.visited,
+                placement: self.placement.clone(),
+                noise: None,
+            }),
+            None => interrupted(),
+        }
+    }
+}
+
 /// Runs on its own thread, which it pins: the caller's affinity is left alone.
 fn measure_cell(
     plan: &LatencyPlan,
     spec: &LatencyCellSpec,
     obs: &dyn Observer,
 ) -> Outcome<LatencyMeasurement> {
-    let failed = |reason: String| Outcome::Failed { reason };
-    let affinity = match pin(spec.cpu) {
-        Ok(a) => a,
-        Err(e) => return failed(e.to_string()),
-    };
-    let (buf, placement) =
-        match allocate_on_node(plan.size_bytes as usize, spec.mem_node, plan.huge_pages, affinity) {
-            Ok(v) => v,
-            Err(e) => return failed(e.to_string()),
-        };
-    if !placement.verified {
-        return failed(describe_mismatch(&placement));
-    }
-    let stride = plan.stride_bytes as usize;
-    let elements = buf.len() / stride;
-    let per_window = (plan.window_bytes / plan.stride_bytes) as usize;
-    let succ = successors(plan.pattern, elements, per_window, plan.seed);
-    let Ok(chain) = link_chase(buf, &succ, stride) else {
-        return failed("internal error: chase order is not a permutation".into());
-    };
-    drop(succ);
-
-    // The warm-up walk is also the proof that the chase is one cycle through every line.
-    let Some(visited) = chase_count_cycle(&chain, &|| obs.cancelled()) else {
-        return interrupted();
-    };
-    if visited != chain.elements() {
-        return failed(format!(
-            "chase returned to its start after {visited} of {} elements",
-            chain.elements()
-        ));
-    }
-    let (loads, mut p) = calibrate(&chain, plan.sample_time);
-    let mut samples_ns = Vec::with_capacity(plan.samples);
-    for _ in 0..plan.samples {
-        if obs.cancelled() {
-            break;
+    match prepare_chase(spec.cpu, spec.mem_node, &plan.shape(), obs) {
+        Ok(ready) => {
+            let (samples_ns, loads) = ready.sample(plan.samples, plan.sample_time, obs);
+            ready.measurement_of(samples_ns, loads)
         }
-        let t = Instant::now();
-        p = chase(&chain, p, loads);
-        samples_ns.push(t.elapsed().as_nanos() as f64 / loads as f64);
-    }
-    std::hint::black_box(p);
-    match Summary::of(&samples_ns) {
-        Some(latency_ns) => Outcome::Ok(LatencyMeasurement {
-            latency_ns,
-            samples_ns,
-            loads_per_sample: loads,
-            cycle_verified_elements: visited,
-            placement,
-            noise: None,
-        }),
-        None => interrupted(),
+        Err(e) => e.outcome(),
     }
 }
 

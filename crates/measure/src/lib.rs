@@ -5,6 +5,8 @@ pub mod bandwidth;
 pub mod domains;
 pub mod env;
 pub mod latency;
+pub mod loaded;
+pub mod loaded_plan;
 pub mod noise;
 pub mod observer;
 pub mod order;

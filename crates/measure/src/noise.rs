@@ -3,7 +3,9 @@
 
 use std::fs;
 
-use memfabric_model::{BandwidthReport, DomainScalingReport, LatencyReport, Noise, Outcome, StreamReport};
+use memfabric_model::{
+    BandwidthReport, DomainScalingReport, LatencyReport, LoadedLatencyReport, Noise, Outcome, StreamReport,
+};
 use memfabric_topo::{format_cpulist, Topology};
 
 /// Coefficient of variation above which a result is flagged (5 %).
@@ -118,6 +120,18 @@ pub fn annotate_stream(r: &mut StreamReport, topo: &Topology, cond: &Conditions,
             f.noise = assess(f.bandwidth_gb_s.cv, threshold, || {
                 likely_causes(cond, topo, &r.cpus)
             });
+        }
+    }
+}
+
+/// Flags the idle latency and each loaded step whose latency samples spread too much.
+/// Under load, spread is expected; the causes still name what else may add to it.
+pub fn annotate_loaded(r: &mut LoadedLatencyReport, topo: &Topology, cond: &Conditions, threshold: f64) {
+    let cpus = [r.latency_cpu];
+    let outcomes = std::iter::once(&mut r.idle).chain(r.steps.iter_mut().map(|s| &mut s.latency));
+    for o in outcomes {
+        if let Outcome::Ok(m) = o {
+            m.noise = assess(m.latency_ns.cv, threshold, || likely_causes(cond, topo, &cpus));
         }
     }
 }

@@ -130,6 +130,26 @@ type Pairs = (Vec<(u32, u32)>, Vec<u32>);
 const MIN_DEFAULT_BYTES: u64 = 256 << 20;
 
 impl Machine<'_> {
+    /// An online CPU this process may run on.
+    pub(crate) fn allowed_cpu(&self, cpu: u32) -> Result<&memfabric_topo::Cpu, PlanError> {
+        let c = self
+            .topo
+            .cpus
+            .iter()
+            .find(|c| c.id == cpu)
+            .ok_or_else(|| PlanError::UnknownCpu {
+                cpu,
+                online: format_cpulist(&self.topo.cpus.iter().map(|c| c.id).collect::<Vec<_>>()),
+            })?;
+        if !self.allowed_cpus.contains(&cpu) {
+            return Err(PlanError::CpuNotAllowed {
+                cpu,
+                allowed: self.allowed(),
+            });
+        }
+        Ok(c)
+    }
+
     fn known_nodes(&self) -> String {
         let ids: Vec<u32> = self.topo.nodes.iter().map(|n| n.id).collect();
         format_cpulist(&ids)
@@ -167,7 +187,7 @@ impl Machine<'_> {
         Ok(cpus)
     }
 
-    fn check_mem_node(&self, node: u32) -> Result<(), PlanError> {
+    pub(crate) fn check_mem_node(&self, node: u32) -> Result<(), PlanError> {
         let n = self.topo.node(node).ok_or_else(|| PlanError::UnknownNode {
             node,
             known: self.known_nodes(),
@@ -218,7 +238,7 @@ impl Machine<'_> {
         Ok((pairs, mem_nodes))
     }
 
-    fn default_bytes(&self) -> u64 {
+    pub(crate) fn default_bytes(&self) -> u64 {
         self.topo
             .total_llc_bytes()
             .saturating_mul(4)
@@ -226,7 +246,7 @@ impl Machine<'_> {
     }
 
     /// Refuses a plan whose buffers cannot fit: free memory, hugetlb pools, THP mode.
-    fn check_fits(&self, node: u32, bytes: u64, huge: HugePages) -> Result<(), PlanError> {
+    pub(crate) fn check_fits(&self, node: u32, bytes: u64, huge: HugePages) -> Result<(), PlanError> {
         let n = self.topo.node(node).expect("checked node");
         match huge {
             HugePages::Huge2M | HugePages::Huge1G => {
@@ -278,22 +298,7 @@ pub fn latency_plan(m: &Machine, sel: &Selection, opt: &LatencyOptions) -> Resul
                     "--cpu and --cpu-nodes cannot be combined: --cpu picks its node".into(),
                 ));
             }
-            let c = m
-                .topo
-                .cpus
-                .iter()
-                .find(|c| c.id == cpu)
-                .ok_or_else(|| PlanError::UnknownCpu {
-                    cpu,
-                    online: format_cpulist(&m.topo.cpus.iter().map(|c| c.id).collect::<Vec<_>>()),
-                })?;
-            if !m.allowed_cpus.contains(&cpu) {
-                return Err(PlanError::CpuNotAllowed {
-                    cpu,
-                    allowed: m.allowed(),
-                });
-            }
-            vec![c.node.unwrap_or(0)]
+            vec![m.allowed_cpu(cpu)?.node.unwrap_or(0)]
         }
         None => m.cpu_nodes(sel)?,
     };
@@ -332,7 +337,7 @@ pub fn latency_plan(m: &Machine, sel: &Selection, opt: &LatencyOptions) -> Resul
 }
 
 /// Checks stride, window and size against each other; returns the window.
-fn chase_shape(size: u64, opt: &LatencyOptions) -> Result<u64, PlanError> {
+pub(crate) fn chase_shape(size: u64, opt: &LatencyOptions) -> Result<u64, PlanError> {
     let stride = opt.stride_bytes;
     let bad = |m: String| Err(PlanError::BadValue(m));
     if stride == 0 || !stride.is_multiple_of(LINE as u64) {
@@ -373,7 +378,7 @@ fn chase_shape(size: u64, opt: &LatencyOptions) -> Result<u64, PlanError> {
 const MIN_DEFAULT_ARRAY_BYTES: u64 = 64 << 20;
 
 /// Refuses what no kernel can do: zero samples, streaming stores without an ISA that has them.
-fn check_kernel(isa: Isa, mixes: &[Mix], samples: usize) -> Result<(), PlanError> {
+pub(crate) fn check_kernel(isa: Isa, mixes: &[Mix], samples: usize) -> Result<(), PlanError> {
     if samples == 0 {
         return Err(PlanError::BadValue("--samples must be at least 1".into()));
     }
@@ -390,7 +395,7 @@ fn check_kernel(isa: Isa, mixes: &[Mix], samples: usize) -> Result<(), PlanError
 
 impl Machine<'_> {
     /// Array bytes per thread: the user's, or the default share of 4x the LLC.
-    fn array_bytes(&self, given: Option<u64>, threads: usize) -> u64 {
+    pub(crate) fn array_bytes(&self, given: Option<u64>, threads: usize) -> u64 {
         round_array_bytes(
             given.unwrap_or_else(|| {
                 (self.default_bytes() / threads.max(1) as u64).max(MIN_DEFAULT_ARRAY_BYTES)
@@ -399,7 +404,7 @@ impl Machine<'_> {
     }
 
     /// Checks that every node can hold the arrays the members bound to it need at once.
-    fn check_members_fit(
+    pub(crate) fn check_members_fit(
         &self,
         members: &[Member],
         bytes_each: u64,
@@ -415,7 +420,7 @@ impl Machine<'_> {
         Ok(())
     }
 
-    fn node_of_cpu(&self, cpu: u32) -> u32 {
+    pub(crate) fn node_of_cpu(&self, cpu: u32) -> u32 {
         self.topo.cpu(cpu).and_then(|c| c.node).unwrap_or(0)
     }
 

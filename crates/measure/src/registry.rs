@@ -35,4 +35,10 @@ pub const STREAM: Entry = Entry {
     reports: "GB/s per function: best (STREAM's Best Rate) and median, times, validation",
 };
 
-pub const ALL: &[Entry] = &[TOPOLOGY, LATENCY, BANDWIDTH, STREAM];
+pub const LOADED_LATENCY: Entry = Entry {
+    name: "loaded-latency",
+    about: "Latency of one CPU while the others load the same memory, from full load to near idle (or one L3 domain at a time)",
+    reports: "(GB/s of the load, ns per load) pairs: median, min, p99, coefficient of variation of the latency",
+};
+
+pub const ALL: &[Entry] = &[TOPOLOGY, LATENCY, BANDWIDTH, STREAM, LOADED_LATENCY];

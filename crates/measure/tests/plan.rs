@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use memfabric_measure::loaded_plan::{loaded_plan, LoadedOptions};
 use memfabric_measure::plan::{
     bandwidth_plan, domain_plan, latency_plan, stream_plan, BandwidthOptions, DomainOptions, LatencyOptions,
     Machine, PlanError, Selection, StreamOptions,
@@ -302,4 +303,90 @@ fn stream_splits_threads_over_nodes_and_keeps_parts_local() {
         stream_plan(&m, &Selection::default(), &huge),
         Err(PlanError::TooLarge { .. })
     ));
+}
+
+fn loaded(f: impl FnOnce(&mut LoadedOptions)) -> LoadedOptions {
+    let mut o = LoadedOptions {
+        latency_cpu: None,
+        latency_domain: None,
+        load_cpus: None,
+        load_domain: None,
+        mem_node: None,
+        mix: Mix::Read,
+        spread: false,
+        points: 16,
+        chase_bytes: Some(64 << 20),
+        array_bytes_per_thread: Some(1 << 20),
+        huge_pages: HugePages::Off,
+        samples: 3,
+        sample_time: Duration::from_millis(1),
+        isa: Isa::Scalar,
+        seed: 1,
+    };
+    f(&mut o);
+    o
+}
+
+#[test]
+fn loaded_latency_puts_load_and_latency_where_asked() {
+    let t = fixture("epyc7601-2s");
+    let m = Machine {
+        allowed_cpus: all_cpus(&t),
+        topo: &t,
+    };
+    // Default: the first CPU measures, every other CPU loads its node's memory.
+    let p = loaded_plan(&m, &loaded(|_| {})).unwrap();
+    assert_eq!((p.latency_cpu, p.mem_node), (0, 0));
+    assert_eq!(p.load.len(), t.cpus.len() - 1);
+    assert_eq!(p.steps.len(), 16);
+    assert_eq!(p.steps[0].delay_spins, 0);
+    assert!(p.steps.windows(2).all(|w| w[1].delay_spins > w[0].delay_spins));
+    // Load on CCX 1, latency on CCX 0, as in "what a busy neighbour does".
+    let p = loaded_plan(
+        &m,
+        &loaded(|o| {
+            o.latency_domain = Some(0);
+            o.load_domain = Some(1);
+        }),
+    )
+    .unwrap();
+    assert_eq!(p.latency_cpu, t.l3_domains[0].cpus[0]);
+    let load: Vec<u32> = p.load.iter().map(|l| l.member.cpu).collect();
+    assert_eq!(load, t.l3_domains[1].cpus);
+    // Spread: one step per domain, each adding one domain's CPUs.
+    let p = loaded_plan(&m, &loaded(|o| o.spread = true)).unwrap();
+    assert_eq!(p.steps.len(), t.l3_domains.len());
+    assert_eq!(p.steps[2].domains, [0, 1, 2]);
+    assert!(p.load.iter().all(|l| l.member.cpu != p.latency_cpu));
+    let own = &t.l3_domains[0].cpus;
+    assert!(p
+        .load
+        .iter()
+        .filter(|l| own.contains(&l.member.cpu))
+        .all(|l| l.from_step == 0));
+}
+
+#[test]
+fn loaded_latency_refuses_what_cannot_run() {
+    let t = fixture("epyc7601-2s");
+    let m = Machine {
+        allowed_cpus: all_cpus(&t),
+        topo: &t,
+    };
+    let err = |f: fn(&mut LoadedOptions)| loaded_plan(&m, &loaded(f)).unwrap_err().to_string();
+    assert!(err(|o| o.points = 1).contains("--points must be at least 2"));
+    assert!(err(|o| o.load_cpus = Some(vec![0, 1])).contains("cannot also load"));
+    assert!(err(|o| o.latency_domain = Some(99)).contains("L3 domain 99 does not exist"));
+    assert!(err(|o| {
+        o.spread = true;
+        o.load_domain = Some(1);
+    })
+    .contains("--spread"));
+    assert!(err(|o| o.mem_node = Some(42)).contains("node 42 does not exist"));
+    let single = Machine {
+        allowed_cpus: vec![5],
+        topo: &t,
+    };
+    let e = loaded_plan(&single, &loaded(|_| {})).unwrap_err().to_string();
+    assert!(e.contains("no CPU left to load"), "{e}");
 }

@@ -10,7 +10,7 @@ mod vector;
 pub use kernels::{chase, chase_count_cycle, link_chase, Chain, LINE};
 pub use mem::{Buffer, MapError};
 pub use signal::{install_stop_handlers, stop_signal};
-pub use streams::{as_doubles, run_pass, Op, Pass, ARRAY_ALIGN, BLOCK_ELEMENTS};
+pub use streams::{as_doubles, run_pass, run_pass_range, Op, Pass, ARRAY_ALIGN, BLOCK_ELEMENTS};
 pub use vector::Isa;
 
 use std::io;

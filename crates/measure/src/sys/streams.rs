@@ -133,6 +133,17 @@ pub fn run_pass(pass: &Pass, arrays: &mut [&mut [f64]]) -> u64 {
     }
 }
 
+/// As `run_pass`, over elements `start..start + len` of each array, without allocating:
+/// for loops that run a pass in pieces (a throttled load).
+pub fn run_pass_range(pass: &Pass, arrays: &mut [&mut [f64]], start: usize, len: usize) -> u64 {
+    let count = arrays.len();
+    let mut parts: [&mut [f64]; 4] = Default::default();
+    for (slot, a) in parts.iter_mut().zip(arrays.iter_mut()) {
+        *slot = &mut a[start..start + len];
+    }
+    run_pass(pass, &mut parts[..count])
+}
+
 /// Picks the instance of the kernel for an operation, instruction set and store kind.
 fn select(op: u8, isa: Isa, nt: bool) -> Entry {
     macro_rules! by_op {
