@@ -3,11 +3,13 @@
 //!
 //! The JSON layout is versioned by [`SCHEMA_VERSION`] and documented in docs/JSON.md.
 
+pub mod figures;
 pub mod mix;
 pub mod results;
 pub mod stats;
 pub mod units;
 
+pub use figures::{Figure, Figures};
 pub use mix::{Mix, UnknownMix};
 pub use results::*;
 pub use stats::Summary;

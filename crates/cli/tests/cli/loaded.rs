@@ -135,3 +135,17 @@ fn loaded_latency_bad_input_exits_2() {
         assert!(out.get_output().stdout.is_empty());
     }
 }
+
+#[test]
+fn sigint_stops_a_loaded_run_with_nothing_on_stdout() {
+    if !two_cpus() {
+        eprintln!("skipped: needs 2 CPUs");
+        return;
+    }
+    let _turn = measuring();
+    let long = ["loaded-latency", "--chase-size", "32M", "--size", "8M", "--samples", "100000", "--json"];
+    let (code, stdout, stderr, secs) = super::interrupt(&long, libc::SIGINT, std::time::Duration::from_millis(1500));
+    assert_eq!(code, 130, "{stderr}");
+    assert!(stdout.is_empty(), "half a result on stdout");
+    assert!(secs < 5.0, "took {secs} s to stop");
+}

@@ -1,0 +1,205 @@
+//! The store as commands use it: round trips, refusals, and what interruptions and
+//! concurrent writers leave behind.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use memfabric_model::Figure;
+use memfabric_store::{default_path, NewRun, Store, StoreError, LATEST_VERSION};
+
+fn figure(i: usize) -> Figure {
+    let mut dims = BTreeMap::new();
+    dims.insert("cpu_node".to_string(), (i % 4).to_string());
+    dims.insert("mem_node".to_string(), (i / 4).to_string());
+    Figure {
+        measurement: "latency".into(),
+        dims,
+        metric: "latency_ns".into(),
+        value: 80.0 + i as f64,
+        min: Some(79.0),
+        max: Some(90.0),
+        cv: Some(0.01),
+        samples: 10,
+    }
+}
+
+fn run(label: &str, figures: usize) -> NewRun {
+    NewRun {
+        started_unix_s: 1_700_000_000,
+        host: Some("host-a".into()),
+        label: Some(label.into()),
+        command: "run".into(),
+        tool_version: "0.2.0".into(),
+        summary: format!("{figures} figures"),
+        document: format!(
+            "{{\"label\":\"{label}\",\"pad\":\"{}\"}}",
+            "x".repeat(figures * 10)
+        ),
+        figures: (0..figures).map(figure).collect(),
+    }
+}
+
+fn db(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().join("sub/dir/runs.sqlite")
+}
+
+#[test]
+fn runs_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(&db(&dir)).unwrap();
+    assert_eq!(s.last().unwrap(), None);
+    let a = s.save(&run("DDR4-2400", 16)).unwrap();
+    let b = s.save(&run("DDR4-2666", 16)).unwrap();
+    assert!(b > a);
+    assert_eq!(s.last().unwrap(), Some(b));
+    let list = s.list().unwrap();
+    assert_eq!(
+        list.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [b, a],
+        "newest first"
+    );
+    assert_eq!(list[1].label.as_deref(), Some("DDR4-2400"));
+    assert_eq!(list[1].figures, 16);
+    assert_eq!(s.figures(a).unwrap(), (0..16).map(figure).collect::<Vec<_>>());
+    assert!(s.document(b).unwrap().contains("DDR4-2666"));
+    s.delete(a).unwrap();
+    assert!(matches!(s.figures(a), Err(StoreError::NotFound(id)) if id == a));
+    assert!(matches!(s.delete(a), Err(StoreError::NotFound(_))));
+    drop(s);
+    let s = Store::open(&db(&dir)).unwrap();
+    assert_eq!(s.list().unwrap().len(), 1, "survives reopening");
+}
+
+#[test]
+fn a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    drop(Store::open(&path).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", LATEST_VERSION + 5)
+        .unwrap();
+    drop(conn);
+    let err = Store::open(&path).err().expect("refused");
+    assert!(matches!(err, StoreError::NewerSchema { .. }), "{err}");
+    assert!(err.to_string().contains("newer memfabric"), "{err}");
+}
+
+#[test]
+fn a_file_that_is_not_a_database_gives_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.sqlite");
+    std::fs::write(&path, vec![0x5a; 8192]).unwrap();
+    let err = Store::open(&path).err().expect("refused");
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    assert!(err.to_string().contains("move it aside"), "{err}");
+}
+
+#[test]
+fn a_held_lock_times_out_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    drop(Store::open(&path).unwrap());
+    let holder = rusqlite::Connection::open(&path).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let err = Store::open_with_timeout(&path, Duration::from_millis(200))
+        .and_then(|mut s| s.save(&run("blocked", 1)))
+        .expect_err("locked");
+    assert!(matches!(err, StoreError::Locked { .. }), "{err}");
+    holder.execute_batch("ROLLBACK").unwrap();
+}
+
+#[test]
+fn two_writers_at_once_both_land() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    drop(Store::open(&path).unwrap());
+    std::thread::scope(|s| {
+        for w in 0..2 {
+            let path = &path;
+            s.spawn(move || {
+                let mut store = Store::open(path).unwrap();
+                for i in 0..40 {
+                    store.save(&run(&format!("w{w}-{i}"), 50)).unwrap();
+                }
+            });
+        }
+    });
+    let store = Store::open(&path).unwrap();
+    let list = store.list().unwrap();
+    assert_eq!(list.len(), 80);
+    assert!(list.iter().all(|r| r.figures == 50));
+}
+
+#[test]
+fn default_path_follows_flag_env_xdg_home() {
+    let flag = Path::new("/tmp/x.sqlite");
+    assert_eq!(
+        default_path(Some(flag), Some("/e"), Some("/x"), Some("/h")).unwrap(),
+        flag
+    );
+    assert_eq!(
+        default_path(None, Some("/e.db"), Some("/x"), Some("/h")).unwrap(),
+        Path::new("/e.db")
+    );
+    assert_eq!(
+        default_path(None, None, Some("/x"), Some("/h")).unwrap(),
+        Path::new("/x/memfabric/runs.sqlite")
+    );
+    assert_eq!(
+        default_path(None, Some(""), Some(""), Some("/h")).unwrap(),
+        Path::new("/h/.local/share/memfabric/runs.sqlite")
+    );
+    assert_eq!(default_path(None, None, None, None), None);
+}
+
+/// Child side of the kill test: saves runs until it is killed.
+#[test]
+fn writer_child() {
+    let Ok(path) = std::env::var("MEMFABRIC_STORE_CHILD_DB") else {
+        return;
+    };
+    let mut store = Store::open(Path::new(&path)).unwrap();
+    for i in 0.. {
+        store.save(&run(&format!("child-{i}"), 400)).unwrap();
+    }
+}
+
+/// Kills writers with SIGKILL, SIGTERM and SIGINT at varied moments during their saves;
+/// the database must open, pass SQLite's integrity check, and hold only whole runs.
+#[test]
+fn killed_writers_leave_only_whole_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    drop(Store::open(&path).unwrap());
+    let exe = std::env::current_exe().unwrap();
+    for (round, signal) in ["KILL", "TERM", "INT"].iter().cycle().take(9).enumerate() {
+        let mut child = std::process::Command::new(&exe)
+            .args(["--exact", "writer_child", "--nocapture", "--test-threads", "1"])
+            .env("MEMFABRIC_STORE_CHILD_DB", &path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(150 + 37 * round as u64));
+        let status = std::process::Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        child.wait().unwrap();
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    drop(conn);
+    let store = Store::open(&path).unwrap();
+    let list = store.list().unwrap();
+    assert!(list.len() > 9, "the writers saved something: {}", list.len());
+    for r in &list {
+        assert_eq!(r.figures, 400, "run {} ({:?}) is partial", r.id, r.label);
+        assert!(store.document(r.id).unwrap().ends_with("\"}"));
+    }
+}
