@@ -7,12 +7,14 @@ pub mod figures;
 pub mod mix;
 pub mod results;
 pub mod stats;
+pub mod tiers;
 pub mod units;
 
 pub use figures::{Figure, Figures};
 pub use mix::{Mix, UnknownMix};
 pub use results::*;
 pub use stats::Summary;
+pub use tiers::{latency_tiers, Tier, TierCell};
 pub use units::{format_size, parse_size, SizeError};
 
 /// Bumped whenever a field is renamed or removed, or its meaning changes.

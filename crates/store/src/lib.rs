@@ -14,8 +14,12 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub mod compare;
+mod csv;
 mod migrate;
 
+pub use compare::{compare, CompareRow, Comparison};
+pub use csv::figures_csv;
 pub use migrate::LATEST_VERSION;
 
 #[derive(Debug, Error)]
