@@ -59,7 +59,10 @@ HMAT_BANDWIDTH_MBPS = {
     (0, 0): 40000, (0, 1): 20000, (0, 2): 10000,
     (1, 0): 20000, (1, 1): 40000, (1, 2): 5000,
 }
-DMI_MEMORY = {"locator_prefix": "DIMM", "speed": 4800, "manufacturer": "Acme", "part": "ACME-DDR5-16G"}
+# The memory devices run.sh gives QEMU as raw SMBIOS type 17 structures
+# (-smbios file=...), from the fixture generator: one list for both sides.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "smbios"))
+from generate import QEMU_VM, QEMU_VM_WIDTH  # noqa: E402
 DMI_SYSTEM = {"manufacturer": "Acme", "product": "memfabric-vm"}
 DMI_CPU = {"socket_prefix": "CPU", "manufacturer": "Acme", "version": "Acme-Sim-CPU"}
 
@@ -307,23 +310,22 @@ def dmi_str(formatted, strings, offset):
 
 @fact_check
 def dmi_memory_devices(f):
+    """The guest's type 17 entries are, byte for byte where it matters, the DIMMs
+    QEMU was given (decoded here independently of memfabric)."""
     entries = f.ls("/sys/firmware/dmi/entries")
-    t17 = sorted(e for e in entries if e.startswith("17-"))
-    expect(t17, f"no DMI type 17 entries in {entries}")
-    total_mb = 0
-    for e in t17:
+    t17 = sorted((e for e in entries if e.startswith("17-")), key=lambda e: int(e[3:]))
+    expect_eq(len(t17), len(QEMU_VM), f"DMI type 17 entries in {entries}")
+    for e, want in zip(t17, QEMU_VM):
         dtype, fm, strs = dmi_parse(f.blob(f"/sys/firmware/dmi/entries/{e}/raw"))
         expect_eq(dtype, 17, f"DMI {e} type")
-        (size,) = struct.unpack_from("<H", fm, 0x0C)
-        total_mb += size & 0x7FFF  # MB (bit 15 clear = MB granularity)
-        (speed,) = struct.unpack_from("<H", fm, 0x15)
-        expect_eq(speed, DMI_MEMORY["speed"], f"DMI {e} speed (MT/s)")
-        expect_eq(dmi_str(fm, strs, 0x17), DMI_MEMORY["manufacturer"], f"DMI {e} manufacturer")
-        expect_eq(dmi_str(fm, strs, 0x1A), DMI_MEMORY["part"], f"DMI {e} part number")
-        loc = dmi_str(fm, strs, 0x10)
-        expect(loc.startswith(DMI_MEMORY["locator_prefix"]), f"DMI {e} locator {loc!r}")
-    total = sum(s for _, s in NODES.values()) >> 20
-    expect_eq(total_mb, total, "DMI type 17 total size (MB)")
+        expect_eq(len(fm), 0x5C, f"DMI {e} length (SMBIOS 3.3)")
+        handle, size = struct.unpack_from("<H", fm, 0x02)[0], struct.unpack_from("<H", fm, 0x0C)[0]
+        expect_eq((handle, size), (want["handle"], want["size_mb"]), f"DMI {e} handle, size (MB)")
+        speeds = struct.unpack_from("<H", fm, 0x15)[0], struct.unpack_from("<H", fm, 0x20)[0]
+        expect_eq(speeds, (want["speed"] or 0, want["configured"] or 0), f"DMI {e} rated, configured MT/s")
+        expect_eq(fm[0x1B] & 0x0F, want["ranks"], f"DMI {e} rank")
+        for off, key in ((0x10, "locator"), (0x11, "bank"), (0x17, "manufacturer"), (0x1A, "part")):
+            expect_eq(dmi_str(fm, strs, off), want[key] or "", f"DMI {e} {key}")
 
 
 @fact_check
@@ -698,6 +700,139 @@ def _(r):
     check_stream(r, 4 * MiB, 2, [2] * len(ALL_CPUS))
 
 
+def check_loaded(r, latency_cpu, load_cpus, mem_node, mix, steps_want):
+    """A loaded-latency result: the latency CPU and its chase on mem_node, the load
+    threads' CPUs, one ok step per expected step, and the idle figure."""
+    res = envelope(r, "loaded-latency")
+    expect_eq(res["latency_cpu"], latency_cpu, "latency CPU")
+    expect_eq(res["load_cpus"], load_cpus, "load CPUs")
+    expect_eq(res["mem_node"], mem_node, "memory node")
+    expect_eq(res["mix"]["mix"], mix, "mix")
+    expect_eq(res["chase_size_bytes"], 4 * MiB, "chase size")
+    expect_eq(res["array_bytes_per_thread"], MiB, "array bytes per thread")
+    expect(res["spin_ns"] > 0, f"spin_ns {res['spin_ns']}")
+    idle = res["idle"]
+    expect_eq(idle["status"], "ok", f"idle latency ({idle.get('reason')})")
+    if idle["status"] == "ok":
+        expect_placed(idle["placement"], mem_node, [latency_cpu], "latency chase")
+        expect(idle["latency_ns"]["median"] > 0, "idle latency")
+    steps = res["steps"]
+    expect_eq(len(steps), len(steps_want), "steps")
+    for k, (s, (delay, domains, cpus)) in enumerate(zip(steps, steps_want)):
+        where = f"step {k}"
+        expect_eq(s["delay_spins"], delay, f"{where} delay")
+        expect_eq(s["domains"], domains, f"{where} domains")
+        expect_eq(s["load_cpus"], cpus, f"{where} load CPUs")
+        expect(s["load_bandwidth_gb_s"] >= 0, f"{where} load bandwidth")
+        expect_eq(s["latency"]["status"], "ok", f"{where} latency ({s['latency'].get('reason')})")
+    return res
+
+
+@command_check("loaded-latency")
+def _(r):
+    # default: CPU 0 measures on its own node, every other CPU loads with read
+    others = [c for c in ALL_CPUS if c != 0]
+    want = [(0 if k == 0 else 1 << (k - 1), [], others) for k in range(12)]
+    res = check_loaded(r, 0, others, NODE_OF_CPU[0], "read", want)
+    steps = res["steps"]
+    expect(steps[0]["load_bandwidth_gb_s"] > 0, "full load moved no bytes")
+
+
+@command_check("loaded-latency-domains")
+def _(r):
+    # --latency-domain 0 --load-domain 1 --mem-node 2 (CPU-less) --mix copy-nt --points 3
+    doms = envelope(r.other("topology"), "topology")["l3_domains"]
+    lat = doms[0]["cpus"][0]
+    load = [c for c in doms[1]["cpus"] if c != lat]
+    want = [(d, [], load) for d in (0, 1, 2)]
+    check_loaded(r, lat, load, 2, "copy-nt", want)
+
+
+@command_check("loaded-latency-spread")
+def _(r):
+    # --spread: one step per L3 domain with a CPU besides CPU 0, at full speed
+    doms = envelope(r.other("topology"), "topology")["l3_domains"]
+    want, cpus, names = [], [], []
+    for d in doms:
+        mine = [c for c in d["cpus"] if c != 0]
+        if mine:
+            cpus = cpus + mine
+            names = names + [d["index"]]
+            want.append((0, names, cpus))
+    res = check_loaded(r, 0, cpus, NODE_OF_CPU[0], "read", want)
+    expect_eq(res["spread"], True, "spread")
+
+
+def c2c_class(a, b, doms):
+    """The topology class of a CPU pair, from the sockets run.sh asks for and the L3
+    domains memfabric's topology reports."""
+    if SOCKET_OF_CPU[a] != SOCKET_OF_CPU[b]:
+        return "other-socket"
+    da = next((d["index"] for d in doms if a in d["cpus"]), None)
+    db = next((d["index"] for d in doms if b in d["cpus"]), None)
+    if da is None or db is None:
+        return "same-socket-l3-unknown"
+    return "same-l3" if da == db else "other-l3-same-socket"
+
+
+@command_check("c2c")
+def _(r):
+    # --mode all --offsets 0,2048 --samples 3 --iterations 100: every ordered pair of the
+    # 4 CPUs, the line in a page on the first CPU's node
+    samples, offsets, modes = 3, [0, 2048], ["cas", "pingpong"]
+    res = envelope(r, "c2c")
+    doms = envelope(r.other("topology"), "topology")["l3_domains"]
+    expect_eq(res["cpus"], ALL_CPUS, "cpus (every guest CPU)")
+    expect_eq(res["modes"], modes, "modes")
+    expect_eq(res["offsets_bytes"], offsets, "offsets_bytes")
+    expect_eq((res["samples"], res["warmup_samples"], res["round_trips_per_sample"]), (samples, 1, 100),
+              "samples, warm-up samples, round trips per sample")
+    pages = {p["node"]: p for p in res["line_pages"]}
+    expect_eq(sorted(pages), CPU_NODES, "line pages: one per CPU node")
+    for node, p in pages.items():
+        expect_eq(p["cpu"], NODES[node][0][0], f"line page of node {node}: touching CPU")
+        expect_eq(p["outcome"]["status"], "ok", f"line page of node {node} ({p['outcome'].get('reason')})")
+        expect_placed(p["outcome"], node, [p["cpu"]], f"line page of node {node}")
+    want_order = [(m, o) for m in modes for o in offsets]
+    expect_eq([(m["mode"], m["offset_bytes"]) for m in res["matrices"]], want_order, "matrices (mode, then offset)")
+    n = len(ALL_CPUS)
+    for m in res["matrices"]:
+        w = f"{m['mode']} @{m['offset_bytes']}"
+        pairs = m["pairs"]
+        expect_eq([(p["first_cpu"], p["second_cpu"]) for p in pairs],
+                  [(a, b) for a in ALL_CPUS for b in ALL_CPUS if a != b], f"{w}: pairs (row-major, no diagonal)")
+        dense = m["median_one_way_ns"]
+        expect_eq((len(dense), [len(row) for row in dense]), (n, [n] * n), f"{w}: {n}x{n} matrix")
+        expect(all(dense[i][i] is None for i in range(n)), f"{w}: diagonal not empty: {dense}")
+        every_sample = []
+        medians = {}
+        for p in pairs:
+            a, b, o = p["first_cpu"], p["second_cpu"], p["outcome"]
+            pw = f"{w} pair {a}->{b}"
+            expect_eq(o["status"], "ok", f"{pw} status ({o.get('reason')})")
+            expect_eq(p["class"], c2c_class(a, b, doms), f"{pw} class")
+            expect_eq(p["line_node"], NODE_OF_CPU[a], f"{pw} line node (the first CPU's)")
+            expect_eq((o["first_affinity"], o["second_affinity"]), ([a], [b]), f"{pw} thread affinities")
+            expect_eq(len(o["samples_one_way_ns"]), samples, f"{pw} samples")
+            expect_summary(o["one_way_ns"], o["samples_one_way_ns"], pw)
+            expect_eq(dense[ALL_CPUS.index(a)][ALL_CPUS.index(b)], o["one_way_ns"]["median"], f"{pw} matrix cell")
+            every_sample += o["samples_one_way_ns"]
+            medians.setdefault(p["class"], []).append(o["one_way_ns"]["median"])
+        expect("other-socket" in medians, f"{w}: no pair across sockets")
+        got = {c["class"]: c["pair_medians_ns"] for c in m["classes"]}
+        expect_eq(sorted(got), sorted(medians), f"{w}: classes present")
+        for cls, s in got.items():
+            expect_summary(s, medians[cls], f"{w} class {cls}")
+        mean = sum(every_sample) / len(every_sample)
+        expect(abs(m["mean_one_way_ns"] - mean) <= 1e-9 * mean, f"{w}: mean {m['mean_one_way_ns']} != {mean}")
+
+
+@command_check("c2c-one-cpu")
+def _(r):
+    expect_eq(r.stdout.strip(), "rc=2", "c2c on one CPU should exit 2 with nothing on stdout")
+    expect("--cpus 3 names 1 CPU" in r.stderr, f"stderr: {r.stderr!r}")
+
+
 @command_check("run-quick")
 def _(r):
     res = envelope(r, "run")
@@ -709,6 +844,45 @@ def _(r):
     bw = res["bandwidth"]
     check_bandwidth_report(r, bw, ["read"], [], True, bw["array_bytes_per_thread"],
                            bw["cells"][0]["outcome"]["bandwidth_gb_s"]["count"])
+    # The rest of the suite: every mix on each node's own memory, loaded latency,
+    # core-to-core over every CPU, and the sweep; the run saved and its report written.
+    expect_eq(res["suite"], "quick", "run: suite")
+    expect_eq(len(res["steps"]), 6, "run: steps")
+    mixes = res["mixes"]
+    expect_eq([m["mix"] for m in mixes["mixes"]],
+              ["read", "write", "write-nt", "3:1", "2:1", "1:1", "rmw", "copy", "copy-nt", "triad", "triad-nt"],
+              "run: mixes")
+    for cell in mixes["cells"]:
+        expect_eq(cell["cpu_node"], cell["mem_node"], "run: mixes on local memory")
+        expect_eq(cell["outcome"]["status"], "ok", f"run: mix {cell['mix']} node {cell['cpu_node']}")
+    loaded = res["loaded_latency"]
+    expect_eq(loaded["idle"]["status"], "ok", "run: idle latency under the loaded-latency step")
+    expect_eq(len(loaded["steps"]), 12, "run: loaded-latency points")
+    c2c = res["c2c"]
+    expect_eq(c2c["cpus"], ALL_CPUS, "run: c2c CPUs")
+    for m in c2c["matrices"]:
+        for p in m["pairs"]:
+            expect_eq(p["outcome"]["status"], "ok", f"run: c2c {p['first_cpu']}->{p['second_cpu']}")
+    expect(len(res["sweep"]["points"]) > 0, "run: sweep points")
+    expect("saved as run 1 in /tmp/runs.sqlite" in r.stderr, f"run: not saved: {r.stderr!r}")
+    expect("wrote the report memfabric-run-1.html" in r.stderr, f"run: no report: {r.stderr!r}")
+
+
+@command_check("runs-list")
+def _(r):
+    runs = envelope(r, "runs")
+    expect_eq(len(runs), 1, "runs list: the quick run, saved once")
+    if runs:
+        expect_eq(runs[0]["command"], "run", "runs list: command")
+        expect(runs[0]["figures"] > 0, "runs list: figures saved")
+
+
+@command_check("report-html")
+def _(r):
+    # the stored run as HTML: heatmaps (latency, bandwidth, c2c) and curves (loaded latency, sweep)
+    svgs = int(r.stdout.strip() or 0)
+    expect(svgs >= 5, f"report-html: {svgs} SVG figures in the report, expected 5 or more")
+    expect("wrote /tmp/report.html" in r.stderr, f"report-html: {r.stderr!r}")
 
 
 @command_check("latency-bad-node")
@@ -729,6 +903,226 @@ def _(r):
     expect_eq(r.stdout.strip(), "rc=2", "an unknown mix should exit 2 with nothing on stdout")
     want = f"unknown mix '4:1' (valid: {', '.join(ALL_MIXES)}, or all)"
     expect(want in r.stderr, f"stderr should say {want!r}: {r.stderr!r}")
+
+# ---------------------------------------------------------------------------
+# theory, audit, and the peaks and firmware figures beside measured matrices.
+# Expectations come from QEMU_VM (the DIMMs QEMU was given), computed here.
+# ---------------------------------------------------------------------------
+SOCKET_OF_NODE = {n: SOCKET_OF_CPU[cpus[0]] for n, (cpus, _) in NODES.items() if cpus}
+
+
+def vm_socket_peaks():
+    """socket -> (populated channels, listed channels, GB/s): per populated channel,
+    the slowest configured MT/s of its DIMMs x data bytes."""
+    socks = {}
+    for d in QEMU_VM:
+        socks.setdefault(d["socket"], {}).setdefault(d["channel"], []).append(d)
+    out = {}
+    for sock, chans in socks.items():
+        full = [[x for x in ds if x["size_mb"]] for ds in chans.values()]
+        full = [ds for ds in full if ds]
+        gb_s = sum(min(x["configured"] for x in ds) * QEMU_VM_WIDTH[1] // 8 for ds in full) / 1000
+        out[sock] = (len(full), len(chans), gb_s)
+    return out
+
+
+def expect_close(actual, expected, what):
+    expect(abs(actual - expected) <= 1e-9 * max(1.0, abs(expected)), f"{what}: expected {expected}, got {actual}")
+
+
+@command_check("theory")
+def _(r):
+    # no flags: the guest's own DIMMs, read from /sys/firmware/dmi/entries as root
+    res = envelope(r, "theory")
+    expect(r.json()["environment"] is not None, "theory of this machine records its environment")
+    expect_eq(res["source"], "smbios", "source")
+    devs = res["memory_devices"]
+    expect_eq((devs["source"], devs["problems"], devs["unavailable"]), ("smbios", [], None), "memory_devices")
+    expect_eq(len(devs["dimms"]), len(QEMU_VM), "DIMMs decoded")
+    for k, (d, want) in enumerate(zip(devs["dimms"], QEMU_VM)):
+        w = f"DIMM {want['locator']}"
+        on = want["size_mb"] > 0
+        got = {key: d[key] for key in ("entry", "handle", "locator", "bank_locator", "installed", "size_bytes",
+                                       "memory_type", "form_factor", "speed_mt_s", "configured_speed_mt_s", "ranks",
+                                       "data_width_bits", "total_width_bits", "manufacturer", "part_number",
+                                       "type_detail", "socket", "channel", "slot")}
+        expect_eq(got, {
+            "entry": f"17-{k}", "handle": want["handle"], "locator": want["locator"], "bank_locator": want["bank"],
+            "installed": on, "size_bytes": want["size_mb"] << 20 if on else None, "memory_type": "DDR5",
+            "form_factor": "DIMM", "speed_mt_s": want["speed"], "configured_speed_mt_s": want["configured"],
+            "ranks": want["ranks"] or None, "data_width_bits": QEMU_VM_WIDTH[1] if on else None,
+            "total_width_bits": QEMU_VM_WIDTH[0] if on else None, "manufacturer": want["manufacturer"],
+            "part_number": want["part"], "type_detail": ["Synchronous", "Registered (Buffered)"] if on else [],
+            "socket": want["socket"], "channel": want["channel"], "slot": 1,
+        }, w)
+    mem = res["memory"]
+    expect_eq(mem["status"], "ok", f"memory peak ({mem.get('reason')})")
+    peaks = vm_socket_peaks()
+    expect_eq([s["socket"] for s in mem["sockets"]], sorted(peaks), "sockets")
+    for s in mem["sockets"]:
+        full, listed, gb_s = peaks[s["socket"]]
+        w = f"socket {s['socket']}"
+        expect_eq((s["populated_channels"], s["listed_channels"], s["mt_s"], s["bus_bits"]), (full, listed, 4800, 64), w)
+        expect_close(s["peak_gb_s"], gb_s, f"{w} peak")
+        expect_eq(s["formula"], f"{full} channels x 4800 MT/s x 8 B = {gb_s:g} GB/s", f"{w} formula")
+    system = sum(p[2] for p in peaks.values())
+    expect_close(mem["system_gb_s"], system, "system peak")
+    expect_eq(mem["formula"], f"2 sockets x {peaks[0][2]:g} GB/s = {system:g} GB/s", "system formula")
+
+
+@command_check("theory-calc")
+def _(r):
+    # --channels 12 --mts 4800 --sockets 2 --links 4 --lanes 16 --gbps 32
+    res = envelope(r, "theory")
+    expect_eq(res["source"], "calculator", "source")
+    mem = res["memory"]
+    expect_eq([s["peak_gb_s"] for s in mem["sockets"]], [460.8, 460.8], "per socket: 12 x 4800 x 8 B")
+    expect_eq(mem["system_gb_s"], 921.6, "system")
+    expect_eq((res["links"]["per_direction_gb_s"], res["links"]["both_directions_gb_s"]), (256.0, 512.0), "links")
+
+
+@command_check("audit")
+def _(r):
+    res = envelope(r, "audit")
+    sev = {"critical": 2, "warning": 1, "info": 0}
+    order = [sev[f["severity"]] for f in res["findings"]]
+    expect_eq(order, sorted(order, reverse=True), "findings, most severe first")
+    got = {f["title"]: f["severity"] for f in res["findings"]}
+    want = {
+        "Socket 0: 1 of 3 memory channels empty (C)": "warning",
+        "Socket 1: 1 of 3 memory channels empty (C)": "warning",
+        "Socket 0: channels hold unequal memory (A: 1G; B: 512M)": "warning",
+        "Socket 1: channels hold unequal memory (A: 1G; B: 512M)": "warning",
+        "Mixed DIMM sizes: 2 x 512M, 2 x 1G": "warning",
+        "DIMMs run below their rated speed: 2 x rated 5600 MT/s running at 4800 MT/s": "warning",
+        "Mixed rated speeds: 2 x 4800 MT/s, 2 x 5600 MT/s": "info",
+        "Mixed rank counts: 2 x 1R, 2 x 2R": "info",
+    }
+    for title, severity in want.items():
+        expect_eq(got.get(title), severity, f"finding {title!r} (found: {sorted(got)})")
+    expect("Sockets are populated differently" not in got, "both sockets are populated alike")
+    expect(any(t.startswith("SMT ") for t in got), "an SMT finding")
+    expect(any(t.startswith("CPU ") for t in got), "a CPU governor finding")
+    full, listed, gb_s = vm_socket_peaks()[0]
+    ideal = listed * 5600 * 8 / 1000
+    for s in res["sockets"]:
+        expect_eq(s["class"], "not-recommended", f"socket {s['socket']} class (unequal channels)")
+        expect_close(s["expected_loss"], 1 - gb_s / ideal, f"socket {s['socket']} expected loss")
+    expect_eq(len(res["memory_devices"]["dimms"]), len(QEMU_VM), "DIMMs")
+
+
+def firmware_cells(res, what):
+    f = res["firmware"]
+    expect(f is not None, "firmware figures beside the matrix")
+    expect_eq(f["measured_what"], what, "firmware: what is measured")
+    expect(all(isinstance(d, str) and d for d in f["disagreements"]), f"disagreements: {f['disagreements']}")
+    cells = {(c["cpu_node"], c["mem_node"]): c for c in f["cells"]}
+    expect_eq(sorted(cells), [(c, m) for c in CPU_NODES for m in MEM_NODES], "firmware cells")
+    for (c, m), cell in cells.items():
+        expect_eq(cell["slit_distance"], DISTANCE[c][m], f"firmware cell {(c, m)} SLIT")
+    return cells
+
+
+@command_check("latency-firmware")
+def _(r):
+    # latency --matrix: SLIT and HMAT latency beside each cell (HMAT only for each
+    # target's best initiators, as Linux shows them)
+    res = envelope(r, "latency")
+    cells = firmware_cells(res, "median ns per load")
+    medians = {(c["cpu_node"], c["mem_node"]): c["outcome"]["latency_ns"]["median"] for c in res["cells"]}
+    for (c, m), cell in cells.items():
+        best = best_initiators(m)[0]
+        want = HMAT_LATENCY_NS[(c, m)] if c in best else None
+        expect_eq(cell["hmat_read_latency_ns"], want, f"firmware cell {(c, m)} HMAT latency")
+        expect_eq(cell["measured"], medians[(c, m)], f"firmware cell {(c, m)} measured")
+
+
+@command_check("bandwidth-efficiency")
+def _(r):
+    # bandwidth --matrix: each cell's share of its path's peak from the guest's DIMMs;
+    # none for the CPU-less node (SMBIOS does not say which DIMMs back it)
+    res = envelope(r, "bandwidth")
+    peaks = vm_socket_peaks()
+    for cell in res["cells"]:
+        c, m, e = cell["cpu_node"], cell["mem_node"], cell["efficiency"]
+        w = f"cell {c} -> {m}"
+        if m not in SOCKET_OF_NODE:
+            expect(e is None, f"{w}: no peak for a CPU-less node, got {e}")
+            continue
+        expect(e is not None, f"{w}: efficiency")
+        peak = peaks[SOCKET_OF_NODE[m]][2]
+        expect_close(e["peak_gb_s"], peak, f"{w} peak")
+        expect_close(e["fraction"], cell["outcome"]["bandwidth_gb_s"]["median"] / peak, f"{w} fraction")
+        remote = SOCKET_OF_NODE[c] != SOCKET_OF_NODE[m]
+        expect_eq("links not described" in e["basis"], remote, f"{w} basis {e['basis']!r}")
+    cells = firmware_cells(res, "read, median GB/s")
+    for (c, m), cell in cells.items():
+        best = best_initiators(m)[0]
+        want = HMAT_BANDWIDTH_MBPS[(c, m)] / 1000 if c in best else None
+        expect_eq(cell["hmat_read_bandwidth_gb_s"], want, f"firmware cell {(c, m)} HMAT bandwidth")
+
+
+# ---------------------------------------------------------------------------
+# sweep: latency and bandwidth against size, every point placed and checked.
+def check_sweep(r, cpu, mem_node, bw_cpus, max_bytes, ppo, samples):
+    """SweepReport from 4K to max_bytes: sizes increasing on the grid, every point ok,
+    the chase on mem_node from cpu, each bandwidth thread's arrays on mem_node."""
+    res = envelope(r, "sweep")
+    expect_eq((res["cpu"], res["cpu_node"], res["mem_node"]), (cpu, NODE_OF_CPU[cpu], mem_node), "cpu, its node, memory node")
+    expect_eq((res["min_bytes"], res["max_bytes"], res["max_from"]), (4096, max_bytes, "--max"), "range")
+    expect_eq((res["points_per_octave"], res["samples"]), (ppo, samples), "grid and samples")
+    sizes = [p["size_bytes"] for p in res["points"]]
+    octaves = (max_bytes // 4096).bit_length() - 1
+    expect_eq(len(sizes), octaves * ppo + 1, f"points from 4K to {max_bytes}: {sizes}")
+    expect(all(a < b for a, b in zip(sizes, sizes[1:])), f"sizes do not increase: {sizes}")
+    expect_eq((sizes[0], sizes[-1]), (4096, max_bytes), "first and last size")
+    expect(all(s % 64 == 0 for s in sizes), f"sizes not whole lines: {sizes}")
+    expect_eq(res["bandwidth"]["cpus"], bw_cpus, "bandwidth threads (the measuring CPU first)")
+    for p in res["points"]:
+        where = f"{r.name} {p['size_bytes']} B"
+        l, o = p["latency"], p["latency"]["outcome"]
+        expect_eq(o["status"], "ok", f"{where} latency ({o.get('reason')})")
+        expect_eq(l["chase_bytes"], p["size_bytes"], f"{where} chase covers the size")
+        expect_eq(o["cycle_verified_elements"], l["chase_bytes"] // 64, f"{where} cycle")
+        expect_placed(o["placement"], mem_node, [cpu], f"{where} chase")
+        expect_eq(len(o["samples_ns"]), samples, f"{where} latency samples")
+        expect_summary(o["latency_ns"], o["samples_ns"], f"{where} latency")
+        b, o = p["bandwidth"], p["bandwidth"]["outcome"]
+        expect_eq(o["status"], "ok", f"{where} bandwidth ({o.get('reason')})")
+        expect(b["passes_per_sample"] >= 1, f"{where} passes per sample")
+        expect_eq(b["working_set_bytes_per_thread"], b["array_bytes_per_thread"], f"{where} read walks one array")
+        per_pass = len(bw_cpus) * b["array_bytes_per_thread"]
+        expect_eq(o["bytes_per_sample"], per_pass * b["passes_per_sample"], f"{where} bytes per sample")
+        expect_eq(len(o["samples_gb_s"]), samples, f"{where} bandwidth samples")
+        expect_thread_placements(o["placement"], bw_cpus, [mem_node] * len(bw_cpus),
+                                 b["array_bytes_per_thread"], f"{where} bandwidth")
+    caches = [f"L{c['level']} {c['kind']}" for c in envelope(r.other("topology"), "topology")["caches"]
+              if c["kind"] != "Instruction" and c["size_bytes"] > 0]
+    for curve, threads in (("latency_levels", 1), ("bandwidth_levels", len(bw_cpus))):
+        lv = res[curve]
+        expect_eq(lv["threads"], threads, f"{curve} threads")
+        expect_eq(len(lv["plateaus"]), len(lv["boundaries"]) + 1, f"{curve}: one more plateau than boundaries")
+        expect_eq([c["level"] for c in lv["comparison"]], caches, f"{curve} compares every data/unified cache")
+        for c in lv["comparison"]:
+            expect_eq(c["expected_bytes"], c["instance_bytes"] // c["sharing_threads"], f"{curve} {c['level']} share")
+
+
+@command_check("sweep")
+def _(r):
+    check_sweep(r, 0, NODE_OF_CPU[0], [0], 1 << 20, 2, 2)
+
+
+@command_check("sweep-far")
+def _(r):
+    # CPU 3 chases memory on the CPU-less node 2; every CPU of its node reads there too
+    check_sweep(r, 3, 2, [3] + [c for c in NODES[NODE_OF_CPU[3]][0] if c != 3], 256 << 10, 1, 2)
+
+
+@command_check("sweep-bad")
+def _(r):
+    expect_eq(r.stdout.strip(), "rc=2", "--min above --max should exit 2 with nothing on stdout")
+    expect("--min 8M is larger than --max 1M" in r.stderr, f"stderr: {r.stderr!r}")
+
 
 # ---------------------------------------------------------------------------
 def main():

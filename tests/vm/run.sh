@@ -6,7 +6,8 @@
 #   node 2: no CPUs           + 1 GiB   (CXL-expander-like, initiator = node 0)
 #   SLIT:   0-1 = 21, 0-2 = 30, 1-2 = 40
 #   HMAT:   access latency/bandwidth for every initiator/target pair
-#   SMBIOS: type 17 memory device (Acme, ACME-DDR5-16G, 4800 MT/s)
+#   SMBIOS: type 17 memory devices: 2 sockets x 3 DDR5 channels, channel C empty
+#           (raw structures from tests/fixtures/smbios/generate.py, QEMU_VM)
 #
 # Steps: install host packages (Debian) if missing, build a static memfabric,
 # pack an initramfs (busybox + memfabric + init.sh + commands.txt), boot it,
@@ -191,6 +192,9 @@ case "$ACCEL" in
     kvm) ACCEL_ARGS=(-accel kvm -cpu host) ;;
     *) die "MEMFABRIC_VM_ACCEL must be tcg or kvm" ;;
 esac
+python3 "$ROOT/tests/fixtures/smbios/generate.py" --qemu "$WORK/smbios" || die "writing SMBIOS DIMMs failed"
+SMBIOS_DIMMS=()
+for f in $(ls -1 "$WORK"/smbios/dimm*.bin | sort -V); do SMBIOS_DIMMS+=(-smbios "file=$f"); done
 QEMU=(
     qemu-system-x86_64
     -machine q35,hmat=on
@@ -223,7 +227,10 @@ QEMU=(
     -numa hmat-lb,initiator=1,target=2,hierarchy=memory,data-type=access-bandwidth,bandwidth=5000M
     -smbios type=1,manufacturer=Acme,product=memfabric-vm
     -smbios type=4,sock_pfx=CPU,manufacturer=Acme,version=Acme-Sim-CPU,max-speed=3000,current-speed=2400
-    -smbios type=17,loc_pfx=DIMM,speed=4800,manufacturer=Acme,part=ACME-DDR5-16G
+    # SMBIOS type 17: the DIMMs of QEMU_VM in tests/fixtures/smbios/generate.py, one
+    # raw structure per file (QEMU 7.2's -smbios type=17 makes one DIMM per 16 GiB
+    # with one locator prefix, too little to name sockets and channels).
+    "${SMBIOS_DIMMS[@]}"
     -nodefaults -display none -no-reboot
     # a guest reset (triple fault) or shutdown is otherwise silent: log it
     -d guest_errors,cpu_reset -D "$WORK/qemu-debug.log"

@@ -3,6 +3,7 @@
 mod args;
 mod cmd;
 mod output;
+mod plot;
 mod progress;
 mod table;
 
@@ -18,7 +19,23 @@ fn main() -> ExitCode {
     if let Err(e) = memfabric_measure::sys::install_stop_handlers() {
         eprintln!("memfabric: warning: cannot catch SIGINT/SIGTERM ({e}); an interrupt will kill the run");
     }
-    let ctx = Ctx::new(cli.json, cli.quiet);
+    let mut ctx = Ctx::new(cli.json, cli.quiet);
+    ctx.db = cli.db.clone();
+    let always_save = matches!(cli.command, Command::Run(_));
+    if cli.save || cli.label.is_some() || always_save {
+        match output::db_path(cli.db.as_deref()) {
+            Ok(db) => {
+                ctx.save = Some(output::SaveTo {
+                    db,
+                    label: cli.label.clone(),
+                })
+            }
+            Err(e) => {
+                eprintln!("memfabric: error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     let result = match &cli.command {
         Command::Run(a) => cmd::run::run(&ctx, a),
         Command::Topology(a) => cmd::topology::run(&ctx, a),
@@ -26,6 +43,13 @@ fn main() -> ExitCode {
         Command::Bandwidth(a) => cmd::bandwidth::run(&ctx, a),
         Command::Stream(a) => cmd::stream::run(&ctx, a),
         Command::LoadedLatency(a) => cmd::loaded::run(&ctx, a),
+        Command::Runs(a) => cmd::runs::runs(&ctx, a),
+        Command::Compare(a) => cmd::runs::compare_runs(&ctx, a),
+        Command::Report(a) => cmd::report::run(&ctx, a),
+        Command::C2c(a) => cmd::c2c::run(&ctx, a),
+        Command::Sweep(a) => cmd::sweep::run(&ctx, a),
+        Command::Theory(a) => cmd::theory::run(&ctx, a),
+        Command::Audit(a) => cmd::audit::run(&ctx, a),
         Command::List => cmd::list::run(&ctx),
     };
     match result {

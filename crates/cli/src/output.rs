@@ -3,11 +3,12 @@
 
 use std::fmt;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use memfabric_model::{Envelope, Tool, SCHEMA_VERSION};
+use memfabric_model::{Envelope, Figure, Figures, Tool, SCHEMA_VERSION};
+use memfabric_store::{NewRun, Store};
 use memfabric_topo::Topology;
 use serde::Serialize;
 
@@ -66,11 +67,35 @@ pub struct Ctx {
     pub args: Vec<String>,
     pub started_unix_s: u64,
     pub progress: Progress,
+    /// Keep the result in the run database (--save, --label, and `run`).
+    pub save: Option<SaveTo>,
+    /// --db, for the commands that read the run database.
+    pub db: Option<PathBuf>,
+}
+
+/// Where and under what label a result is kept.
+#[derive(Debug, Clone)]
+pub struct SaveTo {
+    pub db: PathBuf,
+    pub label: Option<String>,
+}
+
+/// What a finished command hands over to be saved and printed.
+pub struct Finished<'a, T: Serialize> {
+    pub command: &'a str,
+    pub topo: Option<&'a Topology>,
+    pub result: &'a T,
+    pub figures: Vec<Figure>,
+    /// One line for `runs list`.
+    pub summary: String,
+    pub text: String,
 }
 
 impl Ctx {
     pub fn new(json: bool, quiet: bool) -> Ctx {
         Ctx {
+            save: None,
+            db: None,
             json,
             args: std::env::args().collect(),
             started_unix_s: SystemTime::now()
@@ -81,8 +106,54 @@ impl Ctx {
         }
     }
 
+    /// Saves the result when asked (one transaction: all or nothing), then prints it as
+    /// JSON or text. A stop signal before this point withholds both. Returns the id of
+    /// the saved run, if it was saved.
+    pub fn finish<T: Serialize>(&self, f: Finished<'_, T>) -> Result<Option<i64>> {
+        if let Some(sig) = memfabric_measure::sys::stop_signal() {
+            return Err(Interrupted(sig).into());
+        }
+        let document = self.document(f.command, f.topo, f.result)?;
+        let mut saved = None;
+        if let Some(to) = &self.save {
+            let mut store = Store::open(&to.db)?;
+            let host = f
+                .topo
+                .map(|t| memfabric_measure::env::environment(t, Path::new("/sys")).hostname);
+            let id = store.save(&NewRun {
+                started_unix_s: self.started_unix_s,
+                host: host.flatten(),
+                label: to.label.clone(),
+                command: f.command.into(),
+                tool_version: env!("CARGO_PKG_VERSION").into(),
+                summary: f.summary,
+                document: document.clone(),
+                figures: f.figures,
+            })?;
+            eprintln!("memfabric: saved as run {id} in {}", to.db.display());
+            saved = Some(id);
+        }
+        if self.json {
+            print_all(&document)?;
+        } else {
+            print_all(&f.text)?;
+        }
+        Ok(saved)
+    }
+
     /// Writes the JSON document in one piece, so stdout never holds half a document.
     pub fn print_json<T: Serialize>(&self, command: &str, topo: Option<&Topology>, result: T) -> Result<()> {
+        let text = self.document(command, topo, &result)?;
+        print_all(&text)
+    }
+
+    /// The JSON envelope of a result, as `--json` prints it.
+    pub fn document<T: Serialize>(
+        &self,
+        command: &str,
+        topo: Option<&Topology>,
+        result: T,
+    ) -> Result<String> {
         let envelope = Envelope {
             schema_version: SCHEMA_VERSION,
             tool: Tool {
@@ -97,7 +168,7 @@ impl Ctx {
         };
         let mut text = serde_json::to_string_pretty(&envelope).context("encoding JSON")?;
         text.push('\n');
-        print_all(&text)
+        Ok(text)
     }
 }
 
@@ -115,4 +186,69 @@ pub fn print_all(text: &str) -> Result<()> {
 /// Reads the topology of the machine this process runs on.
 pub fn this_machine() -> Result<Topology> {
     Topology::read(Path::new("/sys")).context("reading the topology from /sys")
+}
+
+/// The run database: --db, else $MEMFABRIC_DB, else under $XDG_DATA_HOME or ~/.local/share.
+pub fn db_path(flag: Option<&Path>) -> Result<PathBuf, Usage> {
+    let var = |k: &str| std::env::var(k).ok();
+    memfabric_store::default_path(
+        flag,
+        var("MEMFABRIC_DB").as_deref(),
+        var("XDG_DATA_HOME").as_deref(),
+        var("HOME").as_deref(),
+    )
+    .ok_or_else(|| Usage("no place for the run database: set --db, MEMFABRIC_DB or HOME".into()))
+}
+
+/// One line for `runs list`: per metric, how many figures and their range.
+pub fn summarize(command: &str, figures: &[Figure]) -> String {
+    let mut metrics: Vec<&str> = figures.iter().map(|f| f.metric.as_str()).collect();
+    metrics.dedup();
+    let mut seen = Vec::new();
+    for m in metrics {
+        if seen.contains(&m) {
+            continue;
+        }
+        seen.push(m);
+    }
+    let parts: Vec<String> = seen
+        .iter()
+        .map(|m| {
+            let v: Vec<&Figure> = figures.iter().filter(|f| f.metric == *m).collect();
+            let lo = v.iter().map(|f| f.value).fold(f64::INFINITY, f64::min);
+            let hi = v.iter().map(|f| f.value).fold(f64::NEG_INFINITY, f64::max);
+            let unit = v[0].unit();
+            if v.len() == 1 {
+                format!("{m} {lo:.1} {unit}")
+            } else {
+                format!("{} x {m} {lo:.1}-{hi:.1} {unit}", v.len())
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        format!("{command}: no figures")
+    } else {
+        format!("{command}: {}", parts.join("; "))
+    }
+}
+
+impl Ctx {
+    /// `finish` for a result that flattens into figures.
+    pub fn finish_report<T: Serialize + Figures>(
+        &self,
+        command: &str,
+        topo: &Topology,
+        result: &T,
+        text: impl FnOnce() -> String,
+    ) -> Result<Option<i64>> {
+        let figures = result.figures();
+        self.finish(Finished {
+            command,
+            topo: Some(topo),
+            result,
+            summary: summarize(command, &figures),
+            figures,
+            text: if self.json { String::new() } else { text() },
+        })
+    }
 }

@@ -6,17 +6,25 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-/// Measuring tests take turns: two measurements sharing 2 CPUs would measure each
-/// other, not the memory.
 #[path = "cli/bandwidth.rs"]
 mod bandwidth;
+#[path = "cli/c2c.rs"]
+mod c2c;
 #[path = "cli/loaded.rs"]
 mod loaded;
+#[path = "cli/runs.rs"]
+mod runs;
+#[path = "cli/sweep.rs"]
+mod sweep;
+#[path = "cli/theory.rs"]
+mod theory;
 
 fn cell_mix(cell: &Value) -> &str {
     cell["mix"].as_str().expect("cell mix")
 }
 
+/// Measuring tests take turns: two measurements sharing 2 CPUs would measure each
+/// other, not the memory.
 static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn measuring() -> std::sync::MutexGuard<'static, ()> {
@@ -233,13 +241,26 @@ fn forced_kernels_agree_on_the_order_of_magnitude() {
 }
 
 #[test]
-fn run_quick_measures_everything() {
+fn run_quick_measures_everything_saves_it_and_writes_the_report() {
     let _turn = measuring();
-    let v = json_of(&["run", "--quick"]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.sqlite");
+    let out = memfabric()
+        .args(["run", "--quick", "--json"])
+        .env("MEMFABRIC_DB", &db)
+        .current_dir(dir.path())
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     let r = &v["result"];
     assert!(!r["topology"]["nodes"].as_array().unwrap().is_empty());
     assert_eq!(r["latency"]["cells"][0]["outcome"]["status"], "ok");
     assert_eq!(r["bandwidth"]["cells"][0]["outcome"]["status"], "ok");
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("saved as run 1"), "{err}");
+    let html = std::fs::read_to_string(dir.path().join("memfabric-run-1.html")).expect("report written");
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg"));
+    assert!(!dir.path().join("memfabric-run-1.html.partial").exists());
 }
 
 #[test]

@@ -73,6 +73,7 @@ pub fn run(plan: &LatencyPlan, obs: &dyn Observer) -> LatencyReport {
         cpu_nodes: plan.cpu_nodes.clone(),
         mem_nodes: plan.mem_nodes.clone(),
         cells,
+        firmware: None,
     }
 }
 
@@ -126,7 +127,12 @@ impl NotReady {
 }
 
 /// Pins the calling thread to `cpu`, then builds and validates the chase on `node`.
-pub fn prepare_chase(cpu: u32, node: u32, shape: &ChaseShape, obs: &dyn Observer) -> Result<ReadyChase, NotReady> {
+pub fn prepare_chase(
+    cpu: u32,
+    node: u32,
+    shape: &ChaseShape,
+    obs: &dyn Observer,
+) -> Result<ReadyChase, NotReady> {
     let failed = NotReady::Failed;
     let affinity = pin(cpu).map_err(|e| failed(e.to_string()))?;
     let (buf, placement) = allocate_on_node(shape.size_bytes as usize, node, shape.huge_pages, affinity)
@@ -135,7 +141,9 @@ pub fn prepare_chase(cpu: u32, node: u32, shape: &ChaseShape, obs: &dyn Observer
         return Err(failed(describe_mismatch(&placement)));
     }
     let stride = shape.stride_bytes as usize;
-    let elements = buf.len() / stride;
+    // The chase covers size_bytes, not the whole (page-rounded) mapping: a 20 KiB chase
+    // stays 20 KiB, with 4 KiB pages as with 1 GiB ones.
+    let elements = (shape.size_bytes as usize).min(buf.len()) / stride;
     let per_window = (shape.window_bytes / shape.stride_bytes) as usize;
     let succ = successors(shape.pattern, elements, per_window, shape.seed);
     let Ok(chain) = link_chase(buf, &succ, stride) else {

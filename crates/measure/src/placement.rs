@@ -162,6 +162,7 @@ mod tests {
 
     #[test]
     fn real_buffer_lands_on_node_zero() {
+        let _turn = crate::measuring();
         let cpu = sys::current_affinity().unwrap()[0];
         let affinity = pin(cpu).unwrap();
         let (buf, p) = allocate_on_node(1 << 20, 0, HugePages::Off, affinity).unwrap();

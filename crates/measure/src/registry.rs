@@ -41,4 +41,38 @@ pub const LOADED_LATENCY: Entry = Entry {
     reports: "(GB/s of the load, ns per load) pairs: median, min, p99, coefficient of variation of the latency",
 };
 
-pub const ALL: &[Entry] = &[TOPOLOGY, LATENCY, BANDWIDTH, STREAM, LOADED_LATENCY];
+pub const C2C: Entry = Entry {
+    name: "c2c",
+    about: "Core-to-core latency: one cache line bounced between every pair of CPUs (compare-exchange or read/write ping-pong)",
+    reports: "ns one-way (round trip / 2, as core-to-core-latency): median, min, p99, coefficient of variation, samples per pair; pair medians per topology class; mean",
+};
+
+pub const SWEEP: Entry = Entry {
+    name: "sweep",
+    about: "Latency and bandwidth against working-set size, from 4 KiB to past the last-level cache: the cache levels found, beside the sizes the topology reports",
+    reports: "ns per load and GB/s per size; plateaus, boundaries (bytes) and their ratio to each reported cache size",
+};
+
+pub const THEORY: Entry = Entry {
+    name: "theory",
+    about: "Theoretical peak bandwidth with its formula: this machine's DIMMs (SMBIOS), or channels x MT/s x bus width, socket links, a machine file",
+    reports: "GB/s (10^9 bytes/s) per socket and for the system, per link direction and both; the DIMMs read",
+};
+
+pub const AUDIT: Entry = Entry {
+    name: "audit",
+    about: "Memory-configuration audit: empty or unequal channels, mixed DIMMs, speed below rating, nodes without memory, THP, NUMA balancing, governor, SMT",
+    reports: "findings (severity, why, evidence); per socket a class (optimal, reduced, not-recommended) with the expected bandwidth loss",
+};
+
+pub const ALL: &[Entry] = &[
+    TOPOLOGY,
+    LATENCY,
+    BANDWIDTH,
+    STREAM,
+    LOADED_LATENCY,
+    C2C,
+    SWEEP,
+    THEORY,
+    AUDIT,
+];

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    BandwidthMeasurement, BandwidthReport, DomainScalingReport, LatencyMeasurement, LatencyReport,
+    BandwidthMeasurement, BandwidthReport, C2cReport, DomainScalingReport, LatencyMeasurement, LatencyReport,
     LoadedLatencyReport, Outcome, StreamReport, Summary,
 };
 
@@ -193,6 +193,44 @@ impl Figures for LoadedLatencyReport {
                     max: None,
                     cv: None,
                     samples: 1,
+                });
+            }
+        }
+        out
+    }
+}
+
+impl Figures for C2cReport {
+    fn figures(&self) -> Vec<Figure> {
+        let mut out = Vec::new();
+        for m in &self.matrices {
+            for p in &m.pairs {
+                if let Outcome::Ok(x) = &p.outcome {
+                    let dims = [
+                        ("mode", m.mode.name().to_string()),
+                        ("offset_bytes", m.offset_bytes.to_string()),
+                        ("first_cpu", p.first_cpu.to_string()),
+                        ("second_cpu", p.second_cpu.to_string()),
+                    ];
+                    out.push(Figure::of("c2c", &dims, "one_way_ns", &x.one_way_ns));
+                }
+            }
+            if let Some(mean) = m.mean_one_way_ns {
+                out.push(Figure {
+                    measurement: "c2c".into(),
+                    dims: [
+                        ("mode".to_string(), m.mode.name().to_string()),
+                        ("offset_bytes".to_string(), m.offset_bytes.to_string()),
+                        ("pairs".to_string(), "mean".to_string()),
+                    ]
+                    .into_iter()
+                    .collect(),
+                    metric: "mean_one_way_ns".into(),
+                    value: mean,
+                    min: None,
+                    max: None,
+                    cv: None,
+                    samples: m.pairs.len(),
                 });
             }
         }

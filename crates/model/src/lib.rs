@@ -3,17 +3,29 @@
 //!
 //! The JSON layout is versioned by [`SCHEMA_VERSION`] and documented in docs/JSON.md.
 
+pub mod c2c;
 pub mod figures;
 pub mod mix;
 pub mod results;
 pub mod stats;
+pub mod sweep;
+pub mod theory;
 pub mod tiers;
 pub mod units;
 
+pub use c2c::*;
 pub use figures::{Figure, Figures};
 pub use mix::{Mix, UnknownMix};
 pub use results::*;
 pub use stats::Summary;
+pub use sweep::{
+    Boundary, LevelComparison, Plateau, SweepBandwidthPoint, SweepBandwidthSetup, SweepLatencyPoint,
+    SweepLatencySetup, SweepLevels, SweepPoint, SweepReport,
+};
+pub use theory::{
+    AuditReport, ChannelPeak, Efficiency, Finding, FirmwareCell, FirmwareComparison, LinkPeak, MemoryPeak,
+    PopulationClass, Severity, SocketClass, SocketPeak, TheoryReport,
+};
 pub use tiers::{latency_tiers, Tier, TierCell};
 pub use units::{format_size, parse_size, SizeError};
 

@@ -136,6 +136,10 @@ pub struct LatencyReport {
     pub cpu_nodes: Vec<u32>,
     pub mem_nodes: Vec<u32>,
     pub cells: Vec<LatencyCell>,
+    /// Firmware (SLIT/HMAT) figures beside the measured ones; `None` where the
+    /// firmware publishes nothing for these cells.
+    #[serde(default)]
+    pub firmware: Option<crate::theory::FirmwareComparison>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -187,6 +191,10 @@ pub struct BandwidthReport {
     pub thread_counts: Vec<usize>,
     /// Ordered by mix, then (CPU node, memory node), then thread count.
     pub cells: Vec<BandwidthCell>,
+    /// Firmware (SLIT/HMAT) figures beside the measured ones; `None` where the
+    /// firmware publishes nothing for these cells.
+    #[serde(default)]
+    pub firmware: Option<crate::theory::FirmwareComparison>,
 }
 
 /// One access mix and how its bytes are counted.
@@ -223,6 +231,9 @@ pub struct BandwidthCell {
     /// One thread per CPU listed, each with its own arrays.
     pub cpus: Vec<u32>,
     pub outcome: Outcome<BandwidthMeasurement>,
+    /// The median's share of the path's theoretical peak, where one is known.
+    #[serde(default)]
+    pub efficiency: Option<crate::theory::Efficiency>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,9 +1,9 @@
 //! memfabric-topo: what the machine is.
 //!
-//! Reads CPUs, caches, NUMA nodes, hugepage pools and firmware (HMAT)
-//! memory performance from a sysfs tree. The root is a parameter so that
-//! the same code reads `/sys` on a live machine and captured trees under
-//! `tests/fixtures/` in tests.
+//! Reads CPUs, caches, NUMA nodes, hugepage pools, firmware (HMAT)
+//! memory performance and SMBIOS memory devices (DIMMs) from a sysfs
+//! tree. The root is a parameter so that the same code reads `/sys` on a
+//! live machine and captured trees under `tests/fixtures/` in tests.
 //!
 //! ```no_run
 //! use std::path::Path;
@@ -15,14 +15,20 @@
 mod cache;
 mod cpu;
 mod cpulist;
+mod dmidecode;
 mod error;
 mod hmat;
+mod locator;
 mod node;
 pub mod parse;
+mod smbios;
 mod sysfs;
 mod topology;
 mod types;
 
 pub use cpulist::{format_cpulist, parse_cpulist, MAX_LIST_IDS};
+pub use dmidecode::parse_dmidecode;
 pub use error::{ListError, TopoError};
+pub use locator::{group_dimms, parse_place, Place};
+pub use smbios::{decode_type17, read_memory_devices, Dimm, MemoryDevices};
 pub use types::{CacheDomain, CacheLevel, Cpu, Die, HmatEntry, HugePages, HugePool, Node, Package, Topology};

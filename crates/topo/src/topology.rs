@@ -6,8 +6,10 @@ use crate::cache::{build_domains, read_instances, summarize_levels};
 use crate::cpu::{build_dies, build_packages, read_cpus, read_online, read_smt_active};
 use crate::error::TopoError;
 use crate::hmat::read_hmat;
+use crate::locator::group_dimms;
 use crate::node::{read_node_ids, read_nodes, read_pools, single_node};
 use crate::parse::parse_bracketed;
+use crate::smbios::read_memory_devices;
 use crate::sysfs::read_optional;
 use crate::types::{Cpu, HugePages, Node, Topology};
 
@@ -51,9 +53,13 @@ impl Topology {
                     .position(|d| d.cpus.binary_search(&raw.id).is_ok()),
             })
             .collect();
+        let packages = build_packages(&raw_cpus);
+        let mut memory_devices = read_memory_devices(&sysfs_root.join("firmware/dmi/entries"));
+        group_dimms(&mut memory_devices.dimms, packages.len());
         Ok(Topology {
             cpus,
-            packages: build_packages(&raw_cpus),
+            memory_devices,
+            packages,
             dies: build_dies(&raw_cpus),
             l3_domains,
             caches: summarize_levels(&instances),
@@ -153,6 +159,7 @@ mod tests {
             huge_pages: HugePages::default(),
             hmat: Vec::new(),
             smt_active: None,
+            memory_devices: Default::default(),
         };
         assert_eq!(topo.total_llc_bytes(), u64::MAX);
         topo.l3_domains[1].size_bytes = 8 << 20;

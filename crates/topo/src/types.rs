@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::smbios::MemoryDevices;
+
 /// What the machine is: CPUs, caches, NUMA nodes and firmware-reported
 /// memory performance, as read from sysfs by [`Topology::read`].
 ///
@@ -27,6 +29,11 @@ pub struct Topology {
     pub hmat: Vec<HmatEntry>,
     /// Whether SMT siblings are online (`devices/system/cpu/smt/active`).
     pub smt_active: Option<bool>,
+    /// SMBIOS memory devices (DIMMs and empty slots) from
+    /// `firmware/dmi/entries/17-*/raw`, grouped by socket and channel where
+    /// their locators say; empty, with the reason, where SMBIOS says nothing.
+    #[serde(default)]
+    pub memory_devices: MemoryDevices,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

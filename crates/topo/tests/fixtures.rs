@@ -7,6 +7,9 @@
 
 #[path = "fixtures/fuzz.rs"]
 mod fuzz;
+/// SMBIOS memory devices: raw type 17 entries and dmidecode text.
+#[path = "smbios/mod.rs"]
+mod smbios;
 
 use std::path::PathBuf;
 

@@ -11,7 +11,7 @@ use memfabric_topo::{format_cpulist, Topology};
 
 use super::common::{self, cell_text};
 use crate::args::BandwidthArgs;
-use crate::output::{print_all, this_machine, Ctx, Status, Usage};
+use crate::output::{this_machine, Ctx, Status, Usage};
 use crate::table::Table;
 
 pub fn run(ctx: &Ctx, a: &BandwidthArgs) -> Result<Status> {
@@ -20,20 +20,12 @@ pub fn run(ctx: &Ctx, a: &BandwidthArgs) -> Result<Status> {
         let report = measure_domains(ctx, &topo, a)?;
         let steps = report.alone.iter().chain(&report.cumulative);
         let failed = common::any_failed(steps.map(|s| &s.outcome));
-        if ctx.json {
-            ctx.print_json("bandwidth", Some(&topo), &report)?;
-        } else {
-            print_all(&render_domains(&report, &topo))?;
-        }
+        ctx.finish_report("bandwidth", &topo, &report, || render_domains(&report, &topo))?;
         return Ok(Status::from_failures(failed));
     }
     let report = measure(ctx, &topo, a)?;
     let failed = common::any_failed(report.cells.iter().map(|c| &c.outcome));
-    if ctx.json {
-        ctx.print_json("bandwidth", Some(&topo), &report)?;
-    } else {
-        print_all(&render(&report))?;
-    }
+    ctx.finish_report("bandwidth", &topo, &report, || render(&report))?;
     Ok(Status::from_failures(failed))
 }
 
@@ -52,6 +44,8 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<Bandwidt
     let threshold = common::threshold(a.common.cv_threshold)?;
     let mut report = bandwidth::run(&plan, &ctx.progress);
     noise::annotate_bandwidth(&mut report, topo, &noise::Conditions::read(), threshold);
+    super::efficiency::annotate(&mut report, topo);
+    report.firmware = memfabric_measure::firmware::compare_bandwidth(&report, topo);
     Ok(report)
 }
 
@@ -120,6 +114,8 @@ pub fn render(r: &BandwidthReport) -> String {
         out += "\n";
     }
     out += &cells_table(r);
+    out += &super::efficiency::render(r);
+    out += &super::firmware::render(r.firmware.as_ref());
     out += &common::problems(r.cells.iter().map(|c| (cell_label(c), &c.outcome)));
     out += &common::noise_notes(
         r.cells
@@ -348,6 +344,7 @@ mod tests {
                     mem_node: 0,
                     outcome: measured(&[base, base + 0.5, base - 0.25], &cpus, 0, checked),
                     cpus,
+                    efficiency: None,
                 });
             }
         }
@@ -363,6 +360,7 @@ mod tests {
             mem_nodes: vec![0],
             thread_counts: vec![1, 2],
             cells,
+            firmware: None,
         };
         insta::assert_snapshot!(render(&r));
     }
@@ -380,6 +378,7 @@ mod tests {
                         mem_node: m,
                         cpus: vec![2 * c, 2 * c + 1],
                         outcome: measured(&[v, v], &[2 * c, 2 * c + 1], m, 4096),
+                        efficiency: None,
                     });
                 }
             }
@@ -393,6 +392,7 @@ mod tests {
             mem_nodes: vec![0, 1, 2],
             thread_counts: Vec::new(),
             cells,
+            firmware: None,
         };
         insta::assert_snapshot!(render(&r));
     }

@@ -5,23 +5,20 @@ use std::time::Duration;
 use anyhow::Result;
 use memfabric_measure::plan::{latency_plan, LatencyOptions};
 use memfabric_measure::{latency, noise};
-use memfabric_model::{format_size, LatencyReport};
+use memfabric_model::tiers::DEFAULT_REL_GAP;
+use memfabric_model::{format_size, latency_tiers, LatencyReport, TierCell};
 use memfabric_topo::Topology;
 
 use super::common::{self, cell_text};
 use crate::args::LatencyArgs;
-use crate::output::{print_all, this_machine, Ctx, Status};
+use crate::output::{this_machine, Ctx, Status};
 use crate::table::Table;
 
 pub fn run(ctx: &Ctx, a: &LatencyArgs) -> Result<Status> {
     let topo = this_machine()?;
     let report = measure(ctx, &topo, a)?;
     let failed = common::any_failed(report.cells.iter().map(|c| &c.outcome));
-    if ctx.json {
-        ctx.print_json("latency", Some(&topo), &report)?;
-    } else {
-        print_all(&render(&report))?;
-    }
+    ctx.finish_report("latency", &topo, &report, || render(&report))?;
     Ok(Status::from_failures(failed))
 }
 
@@ -42,6 +39,7 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &LatencyArgs) -> Result<LatencyRep
     let threshold = common::threshold(a.common.cv_threshold)?;
     let mut report = latency::run(&plan, &ctx.progress);
     noise::annotate_latency(&mut report, topo, &noise::Conditions::read(), threshold);
+    report.firmware = memfabric_measure::firmware::compare_latency(&report, topo);
     Ok(report)
 }
 
@@ -63,6 +61,7 @@ pub fn render(r: &LatencyReport) -> String {
             .map(|x| cell_text(&x.outcome, |v| format!("{:.1}", v.latency_ns.median)))
     };
     let mut out = common::matrix(&title, &r.cpu_nodes, &r.mem_nodes, cell);
+    out += &super::firmware::render(r.firmware.as_ref());
     let mut t = Table::new(&[
         "cpu",
         "cpu node",
@@ -84,6 +83,7 @@ pub fn render(r: &LatencyReport) -> String {
     }
     out += "\n";
     out += &t.render();
+    out += &tiers(r);
     let label = |c: &memfabric_model::LatencyCell| format!("cpu {} -> node {}", c.cpu, c.mem_node);
     out += &common::problems(r.cells.iter().map(|c| (label(c), &c.outcome)));
     out += &common::noise_notes(
@@ -92,4 +92,96 @@ pub fn render(r: &LatencyReport) -> String {
             .map(|c| (label(c), c.outcome.ok().and_then(|m| m.noise.as_ref()))),
     );
     out
+}
+
+/// The matrix grouped into latency tiers (same node, same socket, other socket...),
+/// when it has more than one.
+fn tiers(r: &LatencyReport) -> String {
+    let cells: Vec<TierCell> = r
+        .cells
+        .iter()
+        .filter_map(|c| {
+            c.outcome.ok().map(|m| TierCell {
+                cpu_node: c.cpu_node,
+                mem_node: c.mem_node,
+                latency_ns: m.latency_ns.median,
+            })
+        })
+        .collect();
+    let tiers = latency_tiers(&cells, DEFAULT_REL_GAP);
+    if tiers.len() < 2 {
+        return String::new();
+    }
+    let mut t = Table::new(&["tier", "min ns", "max ns", "<cpu node -> mem node"]);
+    for tier in &tiers {
+        let pairs: Vec<String> = tier
+            .cells
+            .iter()
+            .map(|c| format!("{}->{}", c.cpu_node, c.mem_node))
+            .collect();
+        t.row(vec![
+            tier.index.to_string(),
+            format!("{:.1}", tier.min_ns),
+            format!("{:.1}", tier.max_ns),
+            pairs.join(" "),
+        ]);
+    }
+    format!(
+        "\nLatency tiers (a step of more than {:.0} % starts a new tier):\n{}",
+        100.0 * DEFAULT_REL_GAP,
+        t.render()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memfabric_model::{HugePages, LatencyCell, LatencyMeasurement, Outcome, Pattern, Placement, Summary};
+
+    #[test]
+    fn matrix_with_tiers() {
+        let ns = [[80.0, 141.0, 250.0], [139.0, 81.0, 352.0]];
+        let mut cells = Vec::new();
+        for c in 0..2u32 {
+            for m in 0..3u32 {
+                let v = ns[c as usize][m as usize];
+                cells.push(LatencyCell {
+                    cpu: 2 * c,
+                    cpu_node: c,
+                    mem_node: m,
+                    outcome: Outcome::Ok(LatencyMeasurement {
+                        latency_ns: Summary::of(&[v, v * 1.01, v * 0.99]).unwrap(),
+                        samples_ns: vec![v, v * 1.01, v * 0.99],
+                        loads_per_sample: 100_000,
+                        cycle_verified_elements: 1 << 22,
+                        placement: Placement {
+                            requested_node: m,
+                            page_size_bytes: 4096,
+                            pages_total: 65536,
+                            pages_sampled: 4096,
+                            pages_on_node: 4096,
+                            pages_elsewhere: Vec::new(),
+                            thread_affinity: vec![2 * c],
+                            verified: true,
+                            method: "test".into(),
+                        },
+                        noise: None,
+                    }),
+                });
+            }
+        }
+        let r = LatencyReport {
+            pattern: Pattern::Random,
+            huge_pages: HugePages::Off,
+            size_bytes: 256 << 20,
+            stride_bytes: 64,
+            window_bytes: None,
+            seed: 1,
+            cpu_nodes: vec![0, 1],
+            mem_nodes: vec![0, 1, 2],
+            cells,
+            firmware: None,
+        };
+        insta::assert_snapshot!(render(&r));
+    }
 }

@@ -11,7 +11,8 @@ use memfabric_topo::{format_cpulist, Topology};
 
 use super::common;
 use crate::args::{self, LoadedLatencyArgs};
-use crate::output::{print_all, this_machine, Ctx, Status};
+use crate::output::{this_machine, Ctx, Status};
+use crate::plot::{plot, PlotOptions};
 use crate::table::Table;
 
 pub fn run(ctx: &Ctx, a: &LoadedLatencyArgs) -> Result<Status> {
@@ -19,11 +20,7 @@ pub fn run(ctx: &Ctx, a: &LoadedLatencyArgs) -> Result<Status> {
     let report = measure(ctx, &topo, a)?;
     let failed =
         common::any_failed(std::iter::once(&report.idle).chain(report.steps.iter().map(|s| &s.latency)));
-    if ctx.json {
-        ctx.print_json("loaded-latency", Some(&topo), &report)?;
-    } else {
-        print_all(&render(&report))?;
-    }
+    ctx.finish_report("loaded-latency", &topo, &report, || render(&report))?;
     Ok(Status::from_failures(failed))
 }
 
@@ -117,6 +114,7 @@ pub fn render(r: &LoadedLatencyReport) -> String {
         t.row(row);
     }
     out += &t.render();
+    out += &curve(r);
     let mut labelled = vec![("idle".to_string(), &r.idle)];
     labelled.extend(
         r.steps
@@ -135,4 +133,33 @@ pub fn render(r: &LoadedLatencyReport) -> String {
         r.spin_ns, r.mix.byte_counting
     );
     out
+}
+
+/// Latency against the load's bandwidth, as a text plot (the idle point at 0 GB/s).
+fn curve(r: &LoadedLatencyReport) -> String {
+    let mut points: Vec<(f64, f64)> = r
+        .steps
+        .iter()
+        .filter_map(|s| {
+            s.latency
+                .ok()
+                .map(|m| (s.load_bandwidth_gb_s, m.latency_ns.median))
+        })
+        .collect();
+    if let Some(m) = r.idle.ok() {
+        points.push((0.0, m.latency_ns.median));
+    }
+    if points.len() < 2 {
+        return String::new();
+    }
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let o = PlotOptions {
+        width: 60,
+        height: 10,
+        ..PlotOptions::default()
+    };
+    format!(
+        "\nLatency (ns, up) against load bandwidth (GB/s, across):\n{}",
+        plot(&points, &o)
+    )
 }

@@ -1,10 +1,18 @@
 //! One module per subcommand.
 
+pub mod audit;
 pub mod bandwidth;
+pub mod c2c;
 mod common;
+pub mod efficiency;
+pub mod firmware;
 pub mod latency;
 pub mod list;
 pub mod loaded;
+pub mod report;
 pub mod run;
+pub mod runs;
 pub mod stream;
+pub mod sweep;
+pub mod theory;
 pub mod topology;

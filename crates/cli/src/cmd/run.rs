@@ -1,79 +1,212 @@
-//! `memfabric run`: the default suite, the main job.
+//! `memfabric run`: the default suite, the main job. Each step is an ordinary
+//! memfabric command line, parsed by the same parser as the user's, so the suite
+//! runs exactly what a user could run by hand, with the same defaults and checks.
 
 use anyhow::Result;
-use memfabric_model::{BandwidthReport, LatencyReport, Mix};
+use clap::Parser;
+use memfabric_model::{
+    BandwidthReport, C2cReport, Figure, Figures, LatencyReport, LoadedLatencyReport, SweepReport,
+};
 use memfabric_topo::Topology;
 use serde::Serialize;
 
 use super::common;
-use crate::args::{self, BandwidthArgs, Common, HugeArg, KernelArg, LatencyArgs, PatternArg, RunArgs};
-use crate::output::{print_all, this_machine, Ctx, Status};
+use crate::args::{Cli, Command, RunArgs};
+use crate::output::{this_machine, Ctx, Status};
 
 #[derive(Serialize)]
 struct RunReport {
+    /// quick, default or thorough.
+    suite: String,
+    /// The command line of each step, as a user would type it.
+    steps: Vec<String>,
     topology: Topology,
     latency: LatencyReport,
     bandwidth: BandwidthReport,
+    mixes: BandwidthReport,
+    loaded_latency: LoadedLatencyReport,
+    c2c: C2cReport,
+    sweep: SweepReport,
 }
 
-fn matrix() -> args::Selection {
-    args::Selection {
-        matrix: true,
-        cpu_nodes: None,
-        mem_nodes: None,
+impl Figures for RunReport {
+    fn figures(&self) -> Vec<Figure> {
+        let mut f = self.latency.figures();
+        f.extend(self.bandwidth.figures());
+        for mut m in self.mixes.figures() {
+            m.measurement = "bandwidth-mixes".into();
+            f.push(m);
+        }
+        f.extend(self.loaded_latency.figures());
+        f.extend(self.c2c.figures());
+        f.extend(self.sweep.figures());
+        f
     }
+}
+
+/// The steps of each suite, as command lines. --quick trades buffer sizes (still past
+/// most L3s) and sample counts for time; --thorough takes each command's defaults,
+/// which follow the machine's cache sizes.
+fn suite(quick: bool, thorough: bool, c2c_cpus: Option<String>) -> Vec<String> {
+    let mut steps: Vec<String> = if thorough {
+        vec![
+            "latency --matrix".into(),
+            "bandwidth --matrix".into(),
+            "bandwidth --mix all".into(),
+            "loaded-latency".into(),
+            "c2c".into(),
+            "sweep".into(),
+        ]
+    } else if quick {
+        vec![
+            "latency --matrix --size 64M --samples 5 --sample-ms 10".into(),
+            "bandwidth --matrix --size 32M --samples 5".into(),
+            "bandwidth --mix all --size 16M --samples 3".into(),
+            "loaded-latency --chase-size 64M --size 16M --points 12 --samples 3 --sample-ms 5".into(),
+            "c2c --samples 20 --iterations 500".into(),
+            "sweep --max 64M --points-per-octave 2 --samples 3".into(),
+        ]
+    } else {
+        vec![
+            "latency --matrix --size 512M --samples 10".into(),
+            "bandwidth --matrix --size 64M --samples 8".into(),
+            "bandwidth --mix all --size 64M --samples 5".into(),
+            "loaded-latency --chase-size 512M --size 64M --samples 5 --sample-ms 10".into(),
+            "c2c --samples 50".into(),
+            "sweep --points-per-octave 4".into(),
+        ]
+    };
+    if let Some(cpus) = c2c_cpus {
+        steps[4] += &format!(" --cpus {cpus}");
+    }
+    steps
+}
+
+/// On machines with many CPUs the core-to-core matrix is sampled: the first CPU of
+/// every L3 domain, then others spread evenly, up to 32 CPUs (496 pairs each way).
+fn c2c_sample(topo: &Topology, allowed: &[u32]) -> Option<String> {
+    const MAX: usize = 32;
+    if allowed.len() <= MAX {
+        return None;
+    }
+    let mut pick: Vec<u32> = topo
+        .l3_domains
+        .iter()
+        .filter_map(|d| d.cpus.iter().copied().find(|c| allowed.contains(c)))
+        .take(MAX)
+        .collect();
+    let step = allowed.len().div_ceil(MAX);
+    for &c in allowed.iter().step_by(step) {
+        if pick.len() < MAX && !pick.contains(&c) {
+            pick.push(c);
+        }
+    }
+    pick.sort_unstable();
+    Some(memfabric_topo::format_cpulist(&pick))
+}
+
+fn parse(step: &str) -> Command {
+    let words = std::iter::once("memfabric").chain(step.split_whitespace());
+    Cli::try_parse_from(words)
+        .expect("suite steps are valid command lines")
+        .command
 }
 
 pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
     let topo = this_machine()?;
-    // --quick trades buffer size (still past most L3s) and sample count for time.
-    let (size, samples) = if a.quick { (Some(64 << 20), 5) } else { (None, 10) };
-    let latency = LatencyArgs {
-        select: matrix(),
-        cpu: None,
-        size,
-        stride: 64,
-        window: None,
-        pattern: PatternArg::Random,
-        common: Common {
-            huge_pages: HugeArg::Off,
-            samples,
-            cv_threshold: args::DEFAULT_CV_PERCENT,
-        },
-        sample_ms: if a.quick { 10 } else { 20 },
-        seed: args::DEFAULT_SEED,
-    };
-    let bandwidth = BandwidthArgs {
-        select: matrix(),
-        mix: args::Mixes(vec![Mix::Read]),
-        threads: None,
-        per_domain: false,
-        fclk: None,
-        size,
-        kernel: KernelArg::Auto,
-        common: Common {
-            huge_pages: HugeArg::Off,
-            samples,
-            cv_threshold: args::DEFAULT_CV_PERCENT,
-        },
-    };
+    let machine = common::machine(&topo)?;
+    let steps = suite(a.quick, a.thorough, c2c_sample(&topo, &machine.allowed_cpus));
+    let mut latency = None;
+    let mut bandwidth = None;
+    let mut mixes = None;
+    let mut loaded_latency = None;
+    let mut c2c = None;
+    let mut sweep = None;
+    for step in &steps {
+        match parse(step) {
+            Command::Latency(x) => latency = Some(super::latency::measure(ctx, &topo, &x)?),
+            Command::Bandwidth(x) if x.select.matrix => {
+                bandwidth = Some(super::bandwidth::measure(ctx, &topo, &x)?)
+            }
+            Command::Bandwidth(x) => mixes = Some(super::bandwidth::measure(ctx, &topo, &x)?),
+            Command::LoadedLatency(x) => loaded_latency = Some(super::loaded::measure(ctx, &topo, &x)?),
+            Command::C2c(x) => c2c = Some(super::c2c::measure(ctx, &topo, &x)?),
+            Command::Sweep(x) => sweep = Some(super::sweep::measure(ctx, &topo, &x)?),
+            _ => unreachable!("suite step {step}"),
+        }
+    }
     let report = RunReport {
-        latency: super::latency::measure(ctx, &topo, &latency)?,
-        bandwidth: super::bandwidth::measure(ctx, &topo, &bandwidth)?,
+        suite: if a.thorough {
+            "thorough"
+        } else if a.quick {
+            "quick"
+        } else {
+            "default"
+        }
+        .into(),
+        steps,
+        latency: latency.expect("suite measures latency"),
+        bandwidth: bandwidth.expect("suite measures bandwidth"),
+        mixes: mixes.expect("suite measures mixes"),
+        loaded_latency: loaded_latency.expect("suite measures loaded latency"),
+        c2c: c2c.expect("suite measures c2c"),
+        sweep: sweep.expect("suite sweeps"),
         topology: topo,
     };
     let failed = common::any_failed(report.latency.cells.iter().map(|c| &c.outcome))
-        || common::any_failed(report.bandwidth.cells.iter().map(|c| &c.outcome));
-    if ctx.json {
-        ctx.print_json("run", Some(&report.topology), &report)?;
-    } else {
-        let text = [
+        || common::any_failed(
+            report
+                .bandwidth
+                .cells
+                .iter()
+                .chain(&report.mixes.cells)
+                .map(|c| &c.outcome),
+        )
+        || common::any_failed(
+            report
+                .c2c
+                .matrices
+                .iter()
+                .flat_map(|m| m.pairs.iter().map(|p| &p.outcome)),
+        );
+    let text = || {
+        [
+            format!(
+                "memfabric run ({} suite): {}\n",
+                report.suite,
+                report.steps.join("; ")
+            ),
             super::topology::render(&report.topology),
             super::latency::render(&report.latency),
             super::bandwidth::render(&report.bandwidth),
+            super::bandwidth::render(&report.mixes),
+            super::loaded::render(&report.loaded_latency),
+            super::c2c::render(&report.c2c),
+            super::sweep::render(&report.sweep),
         ]
-        .join("\n");
-        print_all(&text)?;
+        .join("\n")
+    };
+    if let Some(id) = ctx.finish_report("run", &report.topology, &report, text)? {
+        if !a.no_report {
+            let store = memfabric_store::Store::open(&ctx.save.as_ref().expect("run saves").db)?;
+            let path = super::report::default_file(id);
+            super::report::write_atomically(&path, &super::report::html(&store, id, None)?)?;
+            eprintln!("memfabric: wrote the report {}", path.display());
+        }
     }
     Ok(Status::from_failures(failed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_suite_step_parses() {
+        for (q, t) in [(true, false), (false, false), (false, true)] {
+            for step in suite(q, t, Some("0-3".into())) {
+                let _ = parse(&step);
+            }
+        }
+    }
 }

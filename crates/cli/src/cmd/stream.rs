@@ -8,18 +8,14 @@ use memfabric_topo::{format_cpulist, Topology};
 
 use super::common;
 use crate::args::StreamArgs;
-use crate::output::{print_all, this_machine, Ctx, Status};
+use crate::output::{this_machine, Ctx, Status};
 use crate::table::Table;
 
 pub fn run(ctx: &Ctx, a: &StreamArgs) -> Result<Status> {
     let topo = this_machine()?;
     let report = measure(ctx, &topo, a)?;
     let failed = matches!(report.outcome, Outcome::Failed { .. });
-    if ctx.json {
-        ctx.print_json("stream", Some(&topo), &report)?;
-    } else {
-        print_all(&render(&report, &topo))?;
-    }
+    ctx.finish_report("stream", &topo, &report, || render(&report, &topo))?;
     Ok(Status::from_failures(failed))
 }
 

@@ -143,8 +143,18 @@ fn sigint_stops_a_loaded_run_with_nothing_on_stdout() {
         return;
     }
     let _turn = measuring();
-    let long = ["loaded-latency", "--chase-size", "32M", "--size", "8M", "--samples", "100000", "--json"];
-    let (code, stdout, stderr, secs) = super::interrupt(&long, libc::SIGINT, std::time::Duration::from_millis(1500));
+    let long = [
+        "loaded-latency",
+        "--chase-size",
+        "32M",
+        "--size",
+        "8M",
+        "--samples",
+        "100000",
+        "--json",
+    ];
+    let (code, stdout, stderr, secs) =
+        super::interrupt(&long, libc::SIGINT, std::time::Duration::from_millis(1500));
     assert_eq!(code, 130, "{stderr}");
     assert!(stdout.is_empty(), "half a result on stdout");
     assert!(secs < 5.0, "took {secs} s to stop");

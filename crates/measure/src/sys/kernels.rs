@@ -25,13 +25,14 @@ fn element_offset(i: usize, stride: usize) -> usize {
 
 /// Writes into each element `i` of the buffer a pointer to element `succ[i]`. The
 /// stride must be a multiple of LINE, and `succ` a permutation of 0..n where
-/// n = buf.len() / stride; anything else is refused.
+/// 0 < n <= buf.len() / stride (the chase covers the first n slots: a mapping is whole
+/// pages, a chase need not be); anything else is refused.
 pub fn link_chase(mut buf: Buffer, succ: &[u32], stride: usize) -> Result<Chain, Buffer> {
     if stride == 0 || !stride.is_multiple_of(LINE) {
         return Err(buf);
     }
-    let n = buf.len() / stride;
-    if succ.len() != n || !is_permutation(succ) {
+    let n = succ.len();
+    if n == 0 || n > buf.len() / stride || !is_permutation(succ) {
         return Err(buf);
     }
     let base = buf.as_mut_slice().as_mut_ptr();

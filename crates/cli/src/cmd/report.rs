@@ -1,0 +1,74 @@
+//! `memfabric report`: a saved run (or two) as one offline HTML file.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use memfabric_report::{render_comparison, render_run, CompareLine, RunInfo};
+use memfabric_store::{compare, RunSummary, Store};
+use serde_json::Value;
+
+use super::runs::{date, dims_text, open, resolve};
+use crate::args::{ReportArgs, RunRef};
+use crate::output::{Ctx, Status};
+
+fn info(r: &RunSummary) -> RunInfo {
+    RunInfo {
+        id: r.id,
+        label: r.label.clone(),
+        host: r.host.clone(),
+        date: date(r.started_unix_s),
+        command: r.command.clone(),
+        tool_version: r.tool_version.clone(),
+    }
+}
+
+fn load(store: &Store, id: i64) -> Result<(RunInfo, Value)> {
+    let doc: Value = serde_json::from_str(&store.document(id)?).context("reading the saved document")?;
+    Ok((info(&store.summary(id)?), doc))
+}
+
+/// The HTML of run `id`, compared with `other` when given.
+pub fn html(store: &Store, id: i64, other: Option<i64>) -> Result<String> {
+    let (a_info, a_doc) = load(store, id)?;
+    let Some(b) = other else {
+        return Ok(render_run(&a_info, &a_doc));
+    };
+    let (b_info, b_doc) = load(store, b)?;
+    let c = compare(id, &store.figures(id)?, b, &store.figures(b)?);
+    let lines: Vec<CompareLine> = c
+        .rows
+        .iter()
+        .map(|r| CompareLine {
+            measurement: r.measurement.clone(),
+            what: dims_text(&r.dims),
+            metric: r.metric.clone(),
+            a: r.a,
+            b: r.b,
+            percent: r.percent,
+            noise: r.noise,
+        })
+        .collect();
+    Ok(render_comparison((&a_info, &a_doc), (&b_info, &b_doc), &lines))
+}
+
+/// Writes beside the target, then renames: a reader never sees half a report.
+pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
+    let tmp = path.with_extension("html.partial");
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+}
+
+pub fn default_file(id: i64) -> PathBuf {
+    PathBuf::from(format!("memfabric-run-{id}.html"))
+}
+
+pub fn run(ctx: &Ctx, a: &ReportArgs) -> Result<Status> {
+    let store = open(ctx)?;
+    let id = resolve(&store, &a.run.unwrap_or(RunRef::Last))?;
+    let other = a.compare.map(|r| resolve(&store, &r)).transpose()?;
+    let text = html(&store, id, other)?;
+    let path = a.output.clone().unwrap_or_else(|| default_file(id));
+    write_atomically(&path, &text)?;
+    eprintln!("memfabric: wrote {}", path.display());
+    Ok(Status::Ok)
+}

@@ -1,0 +1,271 @@
+//! `memfabric runs` (list, show, delete, export) and `memfabric compare`: the run
+//! history kept by --save, --label and `run`.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use memfabric_model::Figure;
+use memfabric_store::{compare, figures_csv, CompareRow, Comparison, RunSummary, Store};
+use serde::Serialize;
+
+use crate::args::{CompareArgs, ExportFormat, RunRef, RunsAction, RunsArgs};
+use crate::output::{db_path, print_all, Ctx, Status, Usage};
+use crate::table::Table;
+
+pub fn open(ctx: &Ctx) -> Result<Store> {
+    let db = match &ctx.save {
+        Some(to) => to.db.clone(),
+        None => db_path(ctx.db.as_deref())?,
+    };
+    if !db.exists() {
+        return Err(Usage(format!(
+            "no run database at {} yet: save a run first (`memfabric run`, or --save on any measurement)",
+            db.display()
+        ))
+        .into());
+    }
+    Ok(Store::open(&db)?)
+}
+
+/// A run given as an id or `last`; one that is not there is bad input (exit 2).
+pub fn resolve(store: &Store, r: &RunRef) -> Result<i64> {
+    let id = match r {
+        RunRef::Id(id) => *id,
+        RunRef::Last => store
+            .last()?
+            .ok_or_else(|| Usage("the run database holds no run yet".into()))?,
+    };
+    match store.summary(id) {
+        Err(e @ memfabric_store::StoreError::NotFound(_)) => Err(Usage(e.to_string()).into()),
+        other => other.map(|_| id).map_err(Into::into),
+    }
+}
+
+pub fn date(unix_s: u64) -> String {
+    // Days since 1970 to a civil date (Howard Hinnant's algorithm), UTC.
+    let days = (unix_s / 86_400) as i64;
+    let secs = unix_s % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        secs / 3600,
+        secs % 3600 / 60
+    )
+}
+
+fn summary_table(runs: &[RunSummary]) -> String {
+    let mut t = Table::new(&[
+        "id", "<date", "<host", "<label", "<command", "figures", "<summary",
+    ]);
+    for r in runs {
+        t.row(vec![
+            r.id.to_string(),
+            date(r.started_unix_s),
+            r.host.clone().unwrap_or_default(),
+            r.label.clone().unwrap_or_default(),
+            r.command.clone(),
+            r.figures.to_string(),
+            r.summary.clone(),
+        ]);
+    }
+    t.render()
+}
+
+pub fn dims_text(dims: &BTreeMap<String, String>) -> String {
+    let parts: Vec<String> = dims.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    parts.join(" ")
+}
+
+fn figures_table(figures: &[Figure]) -> String {
+    let mut t = Table::new(&[
+        "<measurement",
+        "<what",
+        "<metric",
+        "value",
+        "min",
+        "max",
+        "cv %",
+        "samples",
+    ]);
+    let num = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.2}"));
+    for f in figures {
+        t.row(vec![
+            f.measurement.clone(),
+            dims_text(&f.dims),
+            f.metric.clone(),
+            format!("{:.2}", f.value),
+            num(f.min),
+            num(f.max),
+            f.cv.map_or("-".into(), |c| format!("{:.1}", 100.0 * c)),
+            f.samples.to_string(),
+        ]);
+    }
+    t.render()
+}
+
+#[derive(Serialize)]
+struct Shown {
+    run: RunSummary,
+    figures: Vec<Figure>,
+}
+
+pub fn runs(ctx: &Ctx, a: &RunsArgs) -> Result<Status> {
+    let mut store = open(ctx)?;
+    match &a.action {
+        RunsAction::List => {
+            let list = store.list()?;
+            if ctx.json {
+                ctx.print_json("runs", None, &list)?;
+            } else if list.is_empty() {
+                print_all(&format!("No runs in {}\n", store.path().display()))?;
+            } else {
+                print_all(&summary_table(&list))?;
+            }
+        }
+        RunsAction::Show { run } => {
+            let id = resolve(&store, run)?;
+            let shown = Shown {
+                run: store.summary(id)?,
+                figures: store.figures(id)?,
+            };
+            if ctx.json {
+                ctx.print_json("runs", None, &shown)?;
+            } else {
+                let text =
+                    summary_table(std::slice::from_ref(&shown.run)) + "\n" + &figures_table(&shown.figures);
+                print_all(&text)?;
+            }
+        }
+        RunsAction::Delete { run } => {
+            let id = resolve(&store, run)?;
+            store.delete(id)?;
+            eprintln!("memfabric: deleted run {id}");
+        }
+        RunsAction::Export { run, format } => {
+            let id = resolve(&store, run)?;
+            let text = match format {
+                ExportFormat::Json => store.document(id)?,
+                ExportFormat::Csv => figures_csv(id, &store.figures(id)?),
+            };
+            print_all(&text)?;
+        }
+    }
+    Ok(Status::Ok)
+}
+
+pub fn compare_runs(ctx: &Ctx, a: &CompareArgs) -> Result<Status> {
+    let store = open(ctx)?;
+    let (ia, ib) = (resolve(&store, &a.a)?, resolve(&store, &a.b)?);
+    let c = compare(ia, &store.figures(ia)?, ib, &store.figures(ib)?);
+    if ctx.json {
+        ctx.print_json("compare", None, &c)?;
+    } else {
+        let runs = [store.summary(ia)?, store.summary(ib)?];
+        print_all(&(summary_table(&runs) + "\n" + &render_comparison(&c)))?;
+    }
+    Ok(Status::Ok)
+}
+
+/// Matrices (figures with cpu_node and mem_node) as difference matrices, everything
+/// else as one row per figure.
+pub fn render_comparison(c: &Comparison) -> String {
+    let mut out = String::new();
+    let is_cell = |r: &CompareRow| r.dims.contains_key("cpu_node") && r.dims.contains_key("mem_node");
+    let mut groups: Vec<(String, Vec<&CompareRow>)> = Vec::new();
+    for r in c.rows.iter().filter(|r| is_cell(r)) {
+        let mut rest = r.dims.clone();
+        rest.remove("cpu_node");
+        rest.remove("mem_node");
+        let title = format!("{} {} {}", r.measurement, r.metric, dims_text(&rest));
+        match groups.iter_mut().find(|(t, _)| *t == title) {
+            Some((_, v)) => v.push(r),
+            None => groups.push((title, vec![r])),
+        }
+    }
+    for (title, rows) in &groups {
+        out += &difference_matrix(c, title.trim_end(), rows);
+        out += "\n";
+    }
+    let mut t = Table::new(&[
+        "<measurement",
+        "<what",
+        "<metric",
+        "run A",
+        "run B",
+        "B - A",
+        "%",
+        "<",
+    ]);
+    for r in c.rows.iter().filter(|r| !is_cell(r)) {
+        t.row(vec![
+            r.measurement.clone(),
+            dims_text(&r.dims),
+            r.metric.clone(),
+            format!("{:.2}", r.a),
+            format!("{:.2}", r.b),
+            format!("{:+.2}", r.delta),
+            r.percent.map_or("-".into(), |p| format!("{p:+.1}")),
+            if r.noise { "noise".into() } else { String::new() },
+        ]);
+    }
+    if c.rows.iter().any(|r| !is_cell(r)) {
+        out += &t.render();
+    }
+    out += &format!(
+        "{} figures compared; {} only in run {}, {} only in run {}. \"~\" and \"noise\": the difference is within the larger of the two runs' sample ranges.\n",
+        c.rows.len(),
+        c.only_in_a,
+        c.a,
+        c.only_in_b,
+        c.b
+    );
+    out
+}
+
+fn difference_matrix(c: &Comparison, title: &str, rows: &[&CompareRow]) -> String {
+    let id = |r: &CompareRow, k: &str| r.dims[k].parse::<u32>().unwrap_or(u32::MAX);
+    let mut cpus: Vec<u32> = rows.iter().map(|r| id(r, "cpu_node")).collect();
+    let mut mems: Vec<u32> = rows.iter().map(|r| id(r, "mem_node")).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    mems.sort_unstable();
+    mems.dedup();
+    let mut header = vec!["<cpu node \\ mem node".to_string()];
+    header.extend(mems.iter().map(|m| m.to_string()));
+    let refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut t = Table::new(&refs);
+    for &cpu in &cpus {
+        let mut row = vec![cpu.to_string()];
+        for &mem in &mems {
+            let cell = rows
+                .iter()
+                .find(|r| id(r, "cpu_node") == cpu && id(r, "mem_node") == mem);
+            row.push(cell.map_or("-".into(), |r| {
+                let mark = if r.noise { "~" } else { "" };
+                format!("{:+.1} ({:+.1}%){mark}", r.delta, r.percent.unwrap_or(0.0))
+            }));
+        }
+        t.row(row);
+    }
+    format!("{title}: run {} minus run {}\n{}", c.b, c.a, t.render())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_civil_utc() {
+        assert_eq!(date(0), "1970-01-01 00:00 UTC");
+        assert_eq!(date(951_782_400), "2000-02-29 00:00 UTC");
+        assert_eq!(date(1_795_359_600), "2026-11-22 15:00 UTC"); // date -u -d @1795359600
+    }
+}

@@ -1,0 +1,200 @@
+//! A cache line two pinned threads hand back and forth: an atomic word at a chosen
+//! offset inside a page of a [`Buffer`], and the two sides of each handoff protocol.
+//!
+//! The answering side runs until the timing side stores [`STOP`], so it never needs to
+//! know how many round trips there will be, and a timing side that stops early (or
+//! unwinds) never leaves it spinning: [`Pinger`] stores STOP when dropped.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use memfabric_model::C2cMode;
+
+use super::Buffer;
+
+/// The value that tells the answering side to return.
+const STOP: u64 = u64::MAX;
+/// CAS mode: the line says whose turn it is (core-to-core-latency's PING and PONG).
+const PING: u64 = 0;
+const PONG: u64 = 1;
+/// Round trips between two looks at the stop request, so a long sample still stops
+/// within a fraction of a second, at the cost of one branch per 1024 round trips.
+const STOP_CHECK_EVERY: u64 = 1024;
+
+/// A mapped page whose only use is as atomic words, so it may be shared by threads.
+pub struct LinePage {
+    buf: Buffer,
+}
+
+// SAFETY: after construction the page is reached only through `&AtomicU64` (see
+// `line`), which is Sync; no slice of it is ever handed out again.
+unsafe impl Sync for LinePage {}
+
+impl LinePage {
+    /// Takes a buffer that the caller has already placed (bound, touched, verified).
+    pub fn new(buf: Buffer) -> LinePage {
+        LinePage { buf }
+    }
+
+    /// The word at `offset_bytes`, or None when it is not 8-byte aligned or not inside.
+    pub fn line(&self, offset_bytes: usize) -> Option<Line<'_>> {
+        if !offset_bytes.is_multiple_of(8) || offset_bytes.checked_add(8)? > self.buf.len() {
+            return None;
+        }
+        // SAFETY: the word lies inside the mapping (checked above), is 8-byte aligned
+        // (the mapping is page-aligned, the offset a multiple of 8), lives as long as
+        // `self`, and is only ever accessed atomically from here on.
+        let word = unsafe { &*(self.buf.as_ptr().add(offset_bytes) as *const AtomicU64) };
+        Some(Line { word })
+    }
+}
+
+/// One line of a [`LinePage`].
+#[derive(Clone, Copy)]
+pub struct Line<'a> {
+    word: &'a AtomicU64,
+}
+
+impl Line<'_> {
+    /// Sets the line to its starting state; call before either side starts.
+    pub fn reset(&self) {
+        self.word.store(PING, Ordering::SeqCst);
+    }
+
+    /// Tells the answering side to return.
+    pub fn stop(&self) {
+        self.word.store(STOP, Ordering::SeqCst);
+    }
+
+    /// The answering side: hands the line back after every handoff until told to stop.
+    pub fn serve(&self, mode: C2cMode) {
+        match mode {
+            C2cMode::Cas => loop {
+                // As core-to-core-latency's pong thread: keep trying to swap PING for
+                // PONG; a failed try returns what is there, STOP included.
+                match self
+                    .word
+                    .compare_exchange(PING, PONG, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    Err(STOP) => return,
+                    _ => continue,
+                }
+            },
+            C2cMode::Pingpong => {
+                // Ping writes even values, pong the odd ones after them.
+                let mut expect = 0;
+                loop {
+                    let v = loop {
+                        let v = self.word.load(Ordering::Acquire);
+                        if v == expect || v == STOP {
+                            break v;
+                        }
+                    };
+                    if v == STOP {
+                        return;
+                    }
+                    self.word.store(expect + 1, Ordering::Release);
+                    expect += 2;
+                }
+            }
+        }
+    }
+}
+
+/// The timing side. Dropping it stops the answering side.
+pub struct Pinger<'a> {
+    line: Line<'a>,
+    mode: C2cMode,
+    /// Pingpong: the odd value the answering side writes next.
+    expect: u64,
+}
+
+impl<'a> Pinger<'a> {
+    pub fn new(line: Line<'a>, mode: C2cMode) -> Pinger<'a> {
+        Pinger {
+            line,
+            mode,
+            expect: 1,
+        }
+    }
+
+    /// Runs `n` round trips: each waits for the other side's handoff, then hands the
+    /// line back. Returns false, with fewer done, once `stop` says so.
+    pub fn round_trips(&mut self, n: u64, stop: &dyn Fn() -> bool) -> bool {
+        let mut done = 0;
+        while done < n {
+            if stop() {
+                return false;
+            }
+            let chunk = (n - done).min(STOP_CHECK_EVERY);
+            match self.mode {
+                C2cMode::Cas => self.cas(chunk),
+                C2cMode::Pingpong => self.pingpong(chunk),
+            }
+            done += chunk;
+        }
+        true
+    }
+
+    /// core-to-core-latency's ping loop: swap PONG for PING, spinning until it works.
+    fn cas(&self, n: u64) {
+        let word = self.line.word;
+        for _ in 0..n {
+            while word
+                .compare_exchange(PONG, PING, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+            {}
+        }
+    }
+
+    fn pingpong(&mut self, n: u64) {
+        let word = self.line.word;
+        for _ in 0..n {
+            while word.load(Ordering::Acquire) != self.expect {}
+            word.store(self.expect + 1, Ordering::Release);
+            self.expect += 2;
+        }
+    }
+}
+
+impl Drop for Pinger<'_> {
+    fn drop(&mut self) {
+        self.line.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memfabric_model::HugePages;
+
+    fn page() -> LinePage {
+        LinePage::new(Buffer::map(4096, HugePages::Off).unwrap())
+    }
+
+    #[test]
+    fn lines_stay_inside_and_aligned() {
+        let p = page();
+        assert!(p.line(0).is_some() && p.line(4032).is_some());
+        assert!(p.line(4).is_none(), "unaligned");
+        assert!(p.line(p.buf.len()).is_none(), "past the end");
+        assert!(p.line(usize::MAX - 3).is_none(), "overflow");
+    }
+
+    #[test]
+    fn both_modes_rally_and_stop() {
+        let _turn = crate::measuring();
+        let p = page();
+        for mode in C2cMode::ALL {
+            let line = p.line(64).unwrap();
+            line.reset();
+            std::thread::scope(|s| {
+                s.spawn(|| line.serve(mode));
+                let mut ping = Pinger::new(line, mode);
+                assert!(ping.round_trips(3000, &|| false));
+                assert!(!ping.round_trips(10, &|| true), "a stop request is honoured");
+            });
+            // Drop stored STOP, and serve returned: the scope joined.
+            assert_eq!(p.line(64).unwrap().word.load(Ordering::SeqCst), STOP);
+        }
+    }
+}

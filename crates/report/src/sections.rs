@@ -1,0 +1,410 @@
+//! One section per measurement a document holds: topology summary, heatmaps of the
+//! matrices with their latency tiers, curves, and tables.
+
+use memfabric_model::{
+    latency_tiers, BandwidthReport, C2cReport, LatencyReport, LoadedLatencyReport, Outcome, StreamReport,
+    SweepLevels, SweepReport, TierCell,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::svg::{esc, Heatmap, LineChart, Series};
+
+/// The part of a result a measurement's section reads: the result itself when the
+/// command is that measurement, else its field in a `run` document.
+fn part<T: DeserializeOwned>(command: &str, result: &Value, name: &str, field: &str) -> Option<T> {
+    let v = if command == name {
+        result
+    } else {
+        result.get(field)?
+    };
+    serde_json::from_value(v.clone()).ok()
+}
+
+/// (title, HTML) for every section the document has, in a fixed order.
+pub fn sections(command: &str, result: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let topo = if command == "topology" {
+        Some(result)
+    } else {
+        result.get("topology")
+    };
+    if let Some(t) = topo {
+        out.push(("Topology".to_string(), topology(t)));
+    }
+    if let Some(r) = part::<LatencyReport>(command, result, "latency", "latency") {
+        out.push(("Idle latency".to_string(), latency(&r)));
+    }
+    if let Some(r) = part::<BandwidthReport>(command, result, "bandwidth", "bandwidth") {
+        out.push(("Bandwidth".to_string(), bandwidth(&r)));
+    }
+    if command == "run" {
+        if let Some(r) = part::<BandwidthReport>(command, result, "", "mixes") {
+            out.push(("Bandwidth by access mix".to_string(), bandwidth(&r)));
+        }
+    }
+    if let Some(r) = part::<LoadedLatencyReport>(command, result, "loaded-latency", "loaded_latency") {
+        out.push(("Loaded latency".to_string(), loaded(&r)));
+    }
+    if let Some(r) = part::<StreamReport>(command, result, "stream", "stream") {
+        out.push(("STREAM".to_string(), stream(&r)));
+    }
+    if let Some(r) = part::<C2cReport>(command, result, "c2c", "c2c") {
+        out.push(("Core-to-core latency".to_string(), c2c(&r)));
+    }
+    if let Some(r) = part::<SweepReport>(command, result, "sweep", "sweep") {
+        out.push(("Cache hierarchy sweep".to_string(), sweep(&r)));
+    }
+    out
+}
+
+fn ids(v: &Value, key: &str) -> usize {
+    v[key].as_array().map_or(0, Vec::len)
+}
+
+fn topology(t: &Value) -> String {
+    let mut s = format!(
+        "<p>{} package(s), {} die(s), {} L3 domain(s), {} NUMA node(s), {} CPUs.</p>",
+        ids(t, "packages"),
+        ids(t, "dies"),
+        ids(t, "l3_domains"),
+        ids(t, "nodes"),
+        ids(t, "cpus")
+    );
+    s += "<table><tr><th>node</th><th class=\"l\">CPUs</th><th>memory GiB</th><th class=\"l\">note</th></tr>";
+    for n in t["nodes"].as_array().into_iter().flatten() {
+        let cpus: Vec<String> = n["cpus"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| c.to_string())
+            .collect();
+        let gib = n["mem_total_bytes"].as_f64().unwrap_or(0.0) / f64::from(1u32 << 30);
+        let note = if n["cpu_less"] == Value::Bool(true) {
+            "CPU-less"
+        } else {
+            ""
+        };
+        s += &format!(
+            "<tr><td>{}</td><td class=\"l\">{}</td><td>{gib:.1}</td><td class=\"l\">{note}</td></tr>",
+            n["id"],
+            esc(&cpus.join(","))
+        );
+    }
+    s + "</table>"
+}
+
+fn matrix<T>(
+    rows: &[u32],
+    cols: &[u32],
+    cells: &[(u32, u32, &Outcome<T>)],
+    value: impl Fn(&T) -> f64,
+) -> Vec<Vec<Option<f64>>> {
+    rows.iter()
+        .map(|&r| {
+            cols.iter()
+                .map(|&c| {
+                    cells
+                        .iter()
+                        .find(|(a, b, _)| *a == r && *b == c)
+                        .and_then(|(_, _, o)| o.ok().map(&value))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn names(v: &[u32]) -> Vec<String> {
+    v.iter().map(u32::to_string).collect()
+}
+
+fn latency(r: &LatencyReport) -> String {
+    let cells: Vec<_> = r
+        .cells
+        .iter()
+        .map(|c| (c.cpu_node, c.mem_node, &c.outcome))
+        .collect();
+    let map = Heatmap {
+        title: "Idle latency, median ns",
+        row_label: "CPU node",
+        col_label: "memory node",
+        rows: names(&r.cpu_nodes),
+        cols: names(&r.mem_nodes),
+        values: matrix(&r.cpu_nodes, &r.mem_nodes, &cells, |m| m.latency_ns.median),
+        unit: "ns",
+        decimals: 1,
+    };
+    let mut s = map.render();
+    let tier_cells: Vec<TierCell> = r
+        .cells
+        .iter()
+        .filter_map(|c| {
+            c.outcome.ok().map(|m| TierCell {
+                cpu_node: c.cpu_node,
+                mem_node: c.mem_node,
+                latency_ns: m.latency_ns.median,
+            })
+        })
+        .collect();
+    let tiers = latency_tiers(&tier_cells, memfabric_model::tiers::DEFAULT_REL_GAP);
+    if tiers.len() > 1 {
+        s += "<p>Latency tiers (cells grouped where latency steps up by more than 8 %):</p><table><tr><th>tier</th><th>ns</th><th class=\"l\">CPU node → memory node</th></tr>";
+        for t in &tiers {
+            let pairs: Vec<String> = t
+                .cells
+                .iter()
+                .map(|c| format!("{}→{}", c.cpu_node, c.mem_node))
+                .collect();
+            s += &format!(
+                "<tr><td>{}</td><td>{:.1}-{:.1}</td><td class=\"l\">{}</td></tr>",
+                t.index,
+                t.min_ns,
+                t.max_ns,
+                esc(&pairs.join(" "))
+            );
+        }
+        s += "</table>";
+    }
+    s + &format!(
+        "<p class=\"meta\">Pattern {:?}, {} MiB buffer, stride {} B.</p>",
+        r.pattern,
+        r.size_bytes >> 20,
+        r.stride_bytes
+    )
+}
+
+fn bandwidth(r: &BandwidthReport) -> String {
+    let mut s = String::new();
+    let square = r.cpu_nodes.len() > 1 || r.mem_nodes.len() > 1;
+    if square && r.thread_counts.len() <= 1 {
+        for info in &r.mixes {
+            let cells: Vec<_> = r
+                .cells
+                .iter()
+                .filter(|c| c.mix == info.mix)
+                .map(|c| (c.cpu_node, c.mem_node, &c.outcome))
+                .collect();
+            let title = format!("Bandwidth, mix {}, median GB/s", info.mix);
+            s += &Heatmap {
+                title: &title,
+                row_label: "CPU node",
+                col_label: "memory node",
+                rows: names(&r.cpu_nodes),
+                cols: names(&r.mem_nodes),
+                values: matrix(&r.cpu_nodes, &r.mem_nodes, &cells, |m| m.bandwidth_gb_s.median),
+                unit: "GB/s",
+                decimals: 1,
+            }
+            .render();
+        }
+    }
+    s += "<table><tr><th class=\"l\">mix</th><th>threads</th><th>CPU node</th><th>memory node</th><th>median GB/s</th><th>min</th><th>max</th><th>cv %</th></tr>";
+    for c in &r.cells {
+        s += &format!(
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            c.mix,
+            c.cpus.len(),
+            c.cpu_node,
+            c.mem_node
+        );
+        s += &match c.outcome.ok() {
+            Some(m) => {
+                let b = &m.bandwidth_gb_s;
+                format!(
+                    "<td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.1}</td></tr>",
+                    b.median,
+                    b.min,
+                    b.max,
+                    100.0 * b.cv
+                )
+            }
+            None => "<td class=\"bad\" colspan=\"4\">no result</td></tr>".to_string(),
+        };
+    }
+    s += "</table>";
+    for m in &r.mixes {
+        s += &format!("<p class=\"meta\">{}: {}</p>", m.mix, esc(&m.byte_counting));
+    }
+    s
+}
+
+fn loaded(r: &LoadedLatencyReport) -> String {
+    let points: Vec<(f64, f64)> = r
+        .steps
+        .iter()
+        .filter_map(|s| {
+            s.latency
+                .ok()
+                .map(|m| (s.load_bandwidth_gb_s, m.latency_ns.median))
+        })
+        .collect();
+    let title = format!("Latency of CPU {} under load (mix {})", r.latency_cpu, r.mix.mix);
+    let mut series = vec![Series {
+        name: format!("CPU {}", r.latency_cpu),
+        points,
+    }];
+    if let Some(m) = r.idle.ok() {
+        series.push(Series {
+            name: "idle".into(),
+            points: vec![(0.0, m.latency_ns.median)],
+        });
+    }
+    LineChart {
+        title: &title,
+        x_label: "load GB/s",
+        y_label: "latency ns",
+        series,
+        log2_x: false,
+        marks: Vec::new(),
+    }
+    .render()
+}
+
+fn stream(r: &StreamReport) -> String {
+    let Some(m) = r.outcome.ok() else {
+        return "<p class=\"bad\">No result.</p>".into();
+    };
+    let mut s = String::from("<table><tr><th class=\"l\">function</th><th>best GB/s</th><th>median GB/s</th><th>bytes/element</th></tr>");
+    for f in &m.functions {
+        s += &format!(
+            "<tr><td class=\"l\">{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td></tr>",
+            esc(&f.name),
+            f.best_gb_s,
+            f.bandwidth_gb_s.median,
+            f.bytes_per_element
+        );
+    }
+    s + &format!(
+        "</table><p class=\"meta\">{} threads, {} elements per array, validation {}.</p>",
+        r.cpus.len(),
+        r.array_elements,
+        if m.validation.passed { "passed" } else { "FAILED" }
+    )
+}
+
+fn c2c(r: &C2cReport) -> String {
+    let mut s = String::new();
+    let cpus: Vec<String> = r.cpus.iter().map(u32::to_string).collect();
+    for m in &r.matrices {
+        let title = format!(
+            "One-way core-to-core latency, median ns ({}, line at byte {} of its page)",
+            m.mode.name(),
+            m.offset_bytes
+        );
+        s += &Heatmap {
+            title: &title,
+            row_label: "CPU",
+            col_label: "CPU",
+            rows: cpus.clone(),
+            cols: cpus.clone(),
+            values: m.median_one_way_ns.clone(),
+            unit: "ns",
+            decimals: 0,
+        }
+        .render();
+        s += "<table><tr><th class=\"l\">pairs</th><th>count</th><th>mean ns</th><th>min</th><th>max</th></tr>";
+        for c in &m.classes {
+            let p = &c.pair_medians_ns;
+            s += &format!(
+                "<tr><td class=\"l\">{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>",
+                esc(c.class.describe()),
+                p.count,
+                p.mean,
+                p.min,
+                p.max
+            );
+        }
+        s += "</table>";
+        if let Some(mean) = m.mean_one_way_ns {
+            s += &format!("<p class=\"meta\">Mean of all samples: {mean:.1} ns.</p>");
+        }
+    }
+    s
+}
+
+/// Vertical marks at the detected boundaries, labelled with the level they end.
+fn marks(levels: Option<&SweepLevels>) -> Vec<(f64, String)> {
+    levels
+        .map(|l| {
+            l.boundaries
+                .iter()
+                .map(|b| {
+                    (
+                        b.size_bytes as f64,
+                        b.level.clone().unwrap_or_else(|| "step".into()),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn sweep(r: &SweepReport) -> String {
+    let mut s = String::new();
+    let lat: Vec<(f64, f64)> = r
+        .points
+        .iter()
+        .filter_map(|p| {
+            Some((
+                p.size_bytes as f64,
+                p.latency.as_ref()?.outcome.ok()?.latency_ns.median,
+            ))
+        })
+        .collect();
+    if !lat.is_empty() {
+        s += &LineChart {
+            title: "Latency vs working set",
+            x_label: "working set",
+            y_label: "ns per load",
+            series: vec![Series {
+                name: format!("CPU {}", r.cpu),
+                points: lat,
+            }],
+            log2_x: true,
+            marks: marks(r.latency_levels.as_ref()),
+        }
+        .render();
+    }
+    let bw: Vec<(f64, f64)> = r
+        .points
+        .iter()
+        .filter_map(|p| {
+            Some((
+                p.size_bytes as f64,
+                p.bandwidth.as_ref()?.outcome.ok()?.bandwidth_gb_s.median,
+            ))
+        })
+        .collect();
+    if !bw.is_empty() {
+        s += &LineChart {
+            title: "Bandwidth vs working set",
+            x_label: "working set per thread",
+            y_label: "GB/s",
+            series: vec![Series {
+                name: "bandwidth".into(),
+                points: bw,
+            }],
+            log2_x: true,
+            marks: marks(r.bandwidth_levels.as_ref()),
+        }
+        .render();
+    }
+    for levels in [&r.latency_levels, &r.bandwidth_levels].into_iter().flatten() {
+        if levels.comparison.is_empty() {
+            continue;
+        }
+        s += "<table><tr><th class=\"l\">level</th><th>expected</th><th>detected</th><th>ratio</th></tr>";
+        for c in &levels.comparison {
+            s += &format!(
+                "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&c.level),
+                crate::svg::human(c.expected_bytes as f64),
+                c.detected_bytes
+                    .map_or("-".into(), |b| crate::svg::human(b as f64)),
+                c.ratio.map_or("-".into(), |x| format!("{x:.2}"))
+            );
+        }
+        s += "</table>";
+    }
+    s
+}

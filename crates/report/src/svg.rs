@@ -1,0 +1,370 @@
+//! Hand-written SVG: a heatmap with a colour legend and a line chart. Plain markup, no
+//! script: a `<title>` on each cell or point is the hover text.
+
+use std::fmt::Write;
+
+/// Escapes text for XML content and attribute values.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Stops of the colour scale (a perceptually ordered dark-blue to yellow ramp).
+const RAMP: [(u8, u8, u8); 5] = [
+    (68, 1, 84),
+    (59, 82, 139),
+    (33, 145, 140),
+    (94, 201, 98),
+    (253, 231, 37),
+];
+
+/// The colour of t in [0, 1] along the ramp.
+pub fn colour(t: f64) -> String {
+    let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 };
+    let x = t * (RAMP.len() - 1) as f64;
+    let i = (x.floor() as usize).min(RAMP.len() - 2);
+    let f = x - i as f64;
+    let mix = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * f).round() as u8;
+    let (a, b) = (RAMP[i], RAMP[i + 1]);
+    format!("#{:02x}{:02x}{:02x}", mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+/// Text colour that stays readable on a cell of colour t.
+fn ink(t: f64) -> &'static str {
+    if t > 0.6 {
+        "#000"
+    } else {
+        "#fff"
+    }
+}
+
+pub struct Heatmap<'a> {
+    pub title: &'a str,
+    pub row_label: &'a str,
+    pub col_label: &'a str,
+    pub rows: Vec<String>,
+    pub cols: Vec<String>,
+    /// values[row][col]; None draws an empty cell.
+    pub values: Vec<Vec<Option<f64>>>,
+    pub unit: &'a str,
+    pub decimals: usize,
+}
+
+impl Heatmap<'_> {
+    pub fn render(&self) -> String {
+        let cell = if self.cols.len() > 16 { 28.0 } else { 56.0 };
+        let (left, top) = (70.0, 50.0);
+        let width = left + cell * self.cols.len() as f64 + 110.0;
+        let height = top + cell * self.rows.len() as f64 + 30.0;
+        let finite: Vec<f64> = self
+            .values
+            .iter()
+            .flatten()
+            .flatten()
+            .copied()
+            .filter(|v| v.is_finite())
+            .collect();
+        let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let t_of = |v: f64| if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" role="img" aria-label="{t}"><title>{t}</title>"#,
+            t = esc(self.title)
+        );
+        let _ = write!(
+            s,
+            r#"<text x="{left}" y="16" class="axis">{} → ({})</text><text x="4" y="{}" class="axis">{} ↓</text>"#,
+            esc(self.col_label),
+            esc(self.unit),
+            top - 8.0,
+            esc(self.row_label)
+        );
+        for (j, c) in self.cols.iter().enumerate() {
+            let x = left + cell * (j as f64 + 0.5);
+            let _ = write!(
+                s,
+                r#"<text x="{x:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text>"#,
+                top - 6.0,
+                esc(c)
+            );
+        }
+        for (i, r) in self.rows.iter().enumerate() {
+            let y = top + cell * i as f64;
+            let _ = write!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text>"#,
+                left - 6.0,
+                y + cell / 2.0 + 4.0,
+                esc(r)
+            );
+            for (j, c) in self.cols.iter().enumerate() {
+                let x = left + cell * j as f64;
+                let v = self.values.get(i).and_then(|row| row.get(j)).copied().flatten();
+                match v {
+                    Some(v) => {
+                        let t = t_of(v);
+                        let text = format!("{v:.*}", self.decimals);
+                        let _ = write!(
+                            s,
+                            r#"<g><title>{} {r} → {} {c}: {text} {}</title><rect x="{x:.1}" y="{y:.1}" width="{cell}" height="{cell}" fill="{}"/>"#,
+                            esc(self.row_label),
+                            esc(self.col_label),
+                            esc(self.unit),
+                            colour(t)
+                        );
+                        if cell >= 40.0 {
+                            let _ = write!(
+                                s,
+                                r#"<text x="{:.1}" y="{:.1}" class="val" text-anchor="middle" fill="{}">{text}</text>"#,
+                                x + cell / 2.0,
+                                y + cell / 2.0 + 4.0,
+                                ink(t)
+                            );
+                        }
+                        s += "</g>";
+                    }
+                    None => {
+                        let _ = write!(
+                            s,
+                            r##"<rect x="{x:.1}" y="{y:.1}" width="{cell}" height="{cell}" fill="#eee"><title>no value</title></rect>"##
+                        );
+                    }
+                }
+            }
+        }
+        let id = format!("ramp-{:016x}", fnv1a(self.title));
+        s += &legend(
+            &id,
+            left + cell * self.cols.len() as f64 + 20.0,
+            top,
+            cell * self.rows.len().max(2) as f64,
+            (lo, hi),
+            self.unit,
+        );
+        s += "</svg>";
+        s
+    }
+}
+
+/// A stable id from a title, so several heatmaps in one page keep distinct gradients.
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// A vertical colour bar from lo (bottom) to hi (top), labelled at both ends.
+fn legend(id: &str, x: f64, y: f64, h: f64, (lo, hi): (f64, f64), unit: &str) -> String {
+    if !(lo.is_finite() && hi.is_finite()) {
+        return String::new();
+    }
+    let mut s = format!(r#"<defs><linearGradient id="{id}" x1="0" y1="1" x2="0" y2="0">"#);
+    for k in 0..RAMP.len() {
+        let t = k as f64 / (RAMP.len() - 1) as f64;
+        let _ = write!(
+            s,
+            r#"<stop offset="{:.0}%" stop-color="{}"/>"#,
+            t * 100.0,
+            colour(t)
+        );
+    }
+    s += "</linearGradient></defs>";
+    let _ = write!(
+        s,
+        r##"<rect x="{x:.1}" y="{y:.1}" width="14" height="{h:.1}" fill="url(#{id})" stroke="#999"/><text x="{:.1}" y="{:.1}" class="tick">{hi:.1}</text><text x="{:.1}" y="{:.1}" class="tick">{lo:.1}</text><text x="{:.1}" y="{:.1}" class="tick">{}</text>"##,
+        x + 18.0,
+        y + 10.0,
+        x + 18.0,
+        y + h,
+        x,
+        y - 8.0,
+        esc(unit)
+    );
+    s
+}
+
+/// One named line of (x, y) points.
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+pub struct LineChart<'a> {
+    pub title: &'a str,
+    pub x_label: &'a str,
+    pub y_label: &'a str,
+    pub series: Vec<Series>,
+    pub log2_x: bool,
+    /// Vertical marks at these x values, each with a label (detected levels...).
+    pub marks: Vec<(f64, String)>,
+}
+
+const COLOURS: [&str; 6] = ["#3b528b", "#e4572e", "#21918c", "#7a5195", "#ffa600", "#444"];
+
+impl LineChart<'_> {
+    pub fn render(&self) -> String {
+        let (w, h, left, top, right, bottom) = (640.0, 360.0, 70.0, 30.0, 20.0, 50.0);
+        let fx = |x: f64| {
+            if self.log2_x {
+                x.max(f64::MIN_POSITIVE).log2()
+            } else {
+                x
+            }
+        };
+        let pts: Vec<(f64, f64)> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().copied())
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .collect();
+        let mut s = format!(
+            r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{t}"><title>{t}</title>"#,
+            t = esc(self.title)
+        );
+        if pts.is_empty() {
+            s += r#"<text x="20" y="40" class="axis">no points</text></svg>"#;
+            return s;
+        }
+        let (x0, x1) = span(pts.iter().map(|p| fx(p.0)));
+        let (_, y1) = span(pts.iter().map(|p| p.1));
+        let y0 = 0.0;
+        let sx = |x: f64| left + (fx(x) - x0) / (x1 - x0) * (w - left - right);
+        let sy = |y: f64| h - bottom - (y - y0) / (y1 * 1.05 - y0) * (h - top - bottom);
+        let _ = write!(
+            s,
+            r##"<line x1="{left}" y1="{b}" x2="{r}" y2="{b}" stroke="#333"/><line x1="{left}" y1="{top}" x2="{left}" y2="{b}" stroke="#333"/>"##,
+            b = h - bottom,
+            r = w - right
+        );
+        for k in 0..=4 {
+            let y = y0 + (y1 * 1.05 - y0) * k as f64 / 4.0;
+            let _ = write!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{y:.0}</text>"#,
+                left - 6.0,
+                sy(y) + 4.0
+            );
+            let xv = x0 + (x1 - x0) * k as f64 / 4.0;
+            let label = if self.log2_x {
+                human(2f64.powf(xv))
+            } else {
+                format!("{xv:.1}")
+            };
+            let px = left + (xv - x0) / (x1 - x0) * (w - left - right);
+            let _ = write!(
+                s,
+                r#"<text x="{px:.1}" y="{:.1}" class="tick" text-anchor="middle">{label}</text>"#,
+                h - bottom + 16.0
+            );
+        }
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" class="axis" text-anchor="middle">{}</text><text x="14" y="{:.1}" class="axis" transform="rotate(-90 14 {:.1})" text-anchor="middle">{}</text>"#,
+            (left + w - right) / 2.0,
+            h - 10.0,
+            esc(self.x_label),
+            (top + h - bottom) / 2.0,
+            (top + h - bottom) / 2.0,
+            esc(self.y_label)
+        );
+        for (x, label) in &self.marks {
+            if x.is_finite() && fx(*x) >= x0 && fx(*x) <= x1 {
+                let px = sx(*x);
+                let _ = write!(
+                    s,
+                    r##"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{:.1}" stroke="#999" stroke-dasharray="4 3"><title>{}</title></line><text x="{:.1}" y="{:.1}" class="tick">{}</text>"##,
+                    h - bottom,
+                    esc(label),
+                    px + 3.0,
+                    top + 10.0,
+                    esc(label)
+                );
+            }
+        }
+        for (k, series) in self.series.iter().enumerate() {
+            let c = COLOURS[k % COLOURS.len()];
+            let path: Vec<String> = series
+                .points
+                .iter()
+                .filter(|(x, y)| x.is_finite() && y.is_finite())
+                .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
+                .collect();
+            let _ = write!(
+                s,
+                r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
+                path.join(" ")
+            );
+            for &(x, y) in series
+                .points
+                .iter()
+                .filter(|(x, y)| x.is_finite() && y.is_finite())
+            {
+                let _ = write!(
+                    s,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{c}"><title>{}: {} = {}, {} = {y:.2}</title></circle>"#,
+                    sx(x),
+                    sy(y),
+                    esc(&series.name),
+                    esc(self.x_label),
+                    if self.log2_x { human(x) } else { format!("{x:.2}") },
+                    esc(self.y_label)
+                );
+            }
+            let _ = write!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" class="tick" fill="{c}">{}</text>"#,
+                w - right - 150.0,
+                top + 14.0 * (k + 1) as f64,
+                esc(&series.name)
+            );
+        }
+        s += "</svg>";
+        s
+    }
+}
+
+fn span(v: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = v.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+        (a.min(x), b.max(x))
+    });
+    if hi > lo {
+        (lo, hi)
+    } else {
+        (lo - 1.0, hi + 1.0)
+    }
+}
+
+/// Bytes in binary units, for log2 axes of sizes: 4K, 2M, 1G.
+pub fn human(bytes: f64) -> String {
+    const UNITS: [&str; 5] = ["", "K", "M", "G", "T"];
+    let mut v = bytes;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{v:.0}{}", UNITS[u])
+    } else {
+        format!("{v:.1}{}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ramp_ends_and_escapes() {
+        assert_eq!(colour(0.0), "#440154");
+        assert_eq!(colour(1.0), "#fde725");
+        assert_eq!(colour(f64::NAN), "#440154");
+        assert_eq!(esc("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+        assert_eq!(human(4096.0), "4K");
+        assert_eq!(human(1.5 * 1024.0 * 1024.0), "1.5M");
+    }
+}

@@ -1,0 +1,166 @@
+//! The report as files: snapshots of the SVG and HTML, and what an offline page must
+//! not contain.
+
+use memfabric_report::svg::{Heatmap, LineChart, Series};
+use memfabric_report::{render_comparison, render_run, CompareLine, RunInfo};
+use serde_json::{json, Value};
+
+fn summary(median: f64) -> Value {
+    json!({"count": 3, "min": median * 0.98, "median": median, "p99": median * 1.02, "max": median * 1.02, "mean": median, "cv": 0.01})
+}
+
+fn placement(node: u32, cpu: u32) -> Value {
+    json!({"requested_node": node, "page_size_bytes": 4096, "pages_total": 16, "pages_sampled": 16, "pages_on_node": 16,
+           "pages_elsewhere": [], "thread_affinity": [cpu], "verified": true, "method": "test"})
+}
+
+fn latency_cell(c: u32, m: u32, ns: f64) -> Value {
+    json!({"cpu": c * 2, "cpu_node": c, "mem_node": m, "outcome": {"status": "ok", "latency_ns": summary(ns),
+        "samples_ns": [ns], "loads_per_sample": 4096, "cycle_verified_elements": 1024, "placement": placement(m, c * 2), "noise": null}})
+}
+
+fn bandwidth_cell(mix: &str, c: u32, m: u32, gbs: f64) -> Value {
+    json!({"mix": mix, "cpu_node": c, "mem_node": m, "cpus": [c * 2, c * 2 + 1], "outcome": {"status": "ok",
+        "bandwidth_gb_s": summary(gbs), "samples_gb_s": [gbs], "bytes_per_sample": 1024, "validated_elements": 0,
+        "placement": [placement(m, c * 2), placement(m, c * 2 + 1)], "noise": null}})
+}
+
+fn mix_info(mix: &str) -> Value {
+    json!({"mix": mix, "description": "d", "arrays": 1, "bytes_per_element": 8, "non_temporal": false, "byte_counting": "counted <as> STREAM"})
+}
+
+/// A `run` document of a 2-socket machine with a CPU-less node.
+fn run_doc() -> Value {
+    let lat = [[80.0, 140.0, 250.0], [140.0, 81.0, 350.0]];
+    let bw = [[40.0, 20.0, 10.0], [20.0, 39.0, 5.0]];
+    let mut lcells = vec![];
+    let mut bcells = vec![];
+    for c in 0..2u32 {
+        for m in 0..3u32 {
+            lcells.push(latency_cell(c, m, lat[c as usize][m as usize]));
+            bcells.push(bandwidth_cell("read", c, m, bw[c as usize][m as usize]));
+        }
+    }
+    json!({
+        "schema_version": 2, "tool": {"name": "memfabric", "version": "0.2.0"}, "command": "run", "args": [],
+        "started_unix_s": 0,
+        "environment": {"cpu_model": "Test CPU <8 cores>", "kernel": "6.1", "thp_enabled": "madvise", "governor": "performance"},
+        "result": {
+            "topology": {"packages": [{}, {}], "dies": [{}, {}], "l3_domains": [{}, {}], "cpus": [0, 1, 2, 3],
+                "nodes": [{"id": 0, "cpus": [0, 1], "mem_total_bytes": 1073741824u64, "cpu_less": false},
+                          {"id": 1, "cpus": [2, 3], "mem_total_bytes": 1073741824u64, "cpu_less": false},
+                          {"id": 2, "cpus": [], "mem_total_bytes": 1073741824u64, "cpu_less": true}]},
+            "latency": {"pattern": "random", "huge_pages": "off", "size_bytes": 268435456u64, "stride_bytes": 64,
+                "window_bytes": null, "seed": 1, "cpu_nodes": [0, 1], "mem_nodes": [0, 1, 2], "cells": lcells},
+            "bandwidth": {"kernel": "avx2", "huge_pages": "off", "array_bytes_per_thread": 1048576, "mixes": [mix_info("read")],
+                "cpu_nodes": [0, 1], "mem_nodes": [0, 1, 2], "thread_counts": [], "cells": bcells}
+        }
+    })
+}
+
+fn info(id: i64, label: &str) -> RunInfo {
+    RunInfo {
+        id,
+        label: Some(label.into()),
+        host: Some("host-a".into()),
+        date: "2026-11-22 14:22 UTC".into(),
+        command: "run".into(),
+        tool_version: "0.2.0".into(),
+    }
+}
+
+/// No script, no external reference: the only URL is the SVG namespace.
+fn assert_offline(html: &str) {
+    assert!(!html.contains("<script"), "script in the report");
+    assert!(
+        !html.contains("@import") && !html.contains("src="),
+        "external reference"
+    );
+    let urls = html.matches("http").count();
+    let ns = html.matches("http://www.w3.org/2000/svg").count();
+    assert_eq!(urls, ns, "a URL other than the SVG namespace");
+    for href in html.match_indices("url(#") {
+        let id_end = html[href.0 + 5..].find(')').unwrap();
+        let id = &html[href.0 + 5..href.0 + 5 + id_end];
+        assert!(
+            html.contains(&format!("id=\"{id}\"")),
+            "gradient {id} referenced but not defined"
+        );
+    }
+}
+
+#[test]
+fn run_report_html() {
+    let html = render_run(&info(7, "DDR5-4800"), &run_doc());
+    assert_offline(&html);
+    assert!(html.contains("Latency tiers"), "tiers of a 2-socket matrix");
+    assert!(html.contains("Test CPU &lt;8 cores&gt;"), "text is escaped");
+    assert_eq!(html.matches("<svg").count(), 2, "latency and bandwidth heatmaps");
+    insta::assert_snapshot!(html);
+}
+
+#[test]
+fn comparison_report_html() {
+    let lines = [
+        CompareLine {
+            measurement: "latency".into(),
+            what: "cpu_node=0 mem_node=0".into(),
+            metric: "latency_ns".into(),
+            a: 80.0,
+            b: 84.0,
+            percent: Some(5.0),
+            noise: false,
+        },
+        CompareLine {
+            measurement: "latency".into(),
+            what: "cpu_node=0 mem_node=1".into(),
+            metric: "latency_ns".into(),
+            a: 140.0,
+            b: 140.5,
+            percent: Some(0.36),
+            noise: true,
+        },
+    ];
+    let html = render_comparison(
+        (&info(1, "DDR4-2400"), &run_doc()),
+        (&info(2, "DDR4-2666"), &run_doc()),
+        &lines,
+    );
+    assert_offline(&html);
+    assert!(html.contains("class=\"noise\""));
+    insta::assert_snapshot!(html);
+}
+
+#[test]
+fn heatmap_svg() {
+    let svg = Heatmap {
+        title: "t",
+        row_label: "CPU node",
+        col_label: "memory node",
+        rows: vec!["0".into(), "1".into()],
+        cols: vec!["0".into(), "1".into()],
+        values: vec![vec![Some(80.0), Some(140.0)], vec![None, Some(81.5)]],
+        unit: "ns",
+        decimals: 1,
+    }
+    .render();
+    insta::assert_snapshot!(svg);
+}
+
+#[test]
+fn line_chart_svg() {
+    let svg = LineChart {
+        title: "sweep",
+        x_label: "working set",
+        y_label: "ns",
+        series: vec![Series {
+            name: "latency".into(),
+            points: vec![(4096.0, 1.2), (65536.0, 4.0), (1048576.0, 12.0), (1e9, 90.0)],
+        }],
+        log2_x: true,
+        marks: vec![(49152.0, "L1".into()), (2097152.0, "L2".into())],
+    }
+    .render();
+    assert!(svg.contains("L1") && svg.contains("stroke-dasharray"));
+    insta::assert_snapshot!(svg);
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The HTML report in a real browser: saves two quick runs, writes a run report and a
+# comparison report, opens each in headless Chromium (installed from Debian's packages
+# when missing), and fails on any console message or failed load. Screenshots and the
+# browser logs land in target/report-test/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=target/report-test
+rm -rf "$OUT" && mkdir -p "$OUT"
+say() { echo "[report] $*"; }
+die() { echo "[report] FAIL: $*" >&2; exit 1; }
+
+SUDO=()
+if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || die "not root and no sudo: cannot install chromium"
+    SUDO=(sudo)
+fi
+BROWSER=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$BROWSER" ]; then
+    say "installing chromium (Debian package)"
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >"$OUT/apt.log" 2>&1 \
+        || { cat "$OUT/apt.log" >&2; die "apt-get update failed"; }
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium \
+        >>"$OUT/apt.log" 2>&1 || { tail -n 30 "$OUT/apt.log" >&2; die "apt-get install chromium failed"; }
+    BROWSER=$(command -v chromium)
+fi
+
+say "building memfabric"
+cargo build --release -q -p memfabric
+MF=$PWD/target/release/memfabric
+export MEMFABRIC_DB=$PWD/$OUT/runs.sqlite
+
+say "two quick runs, saved"
+(cd "$OUT" && "$MF" --quiet --label first run --quick >/dev/null)
+(cd "$OUT" && "$MF" --quiet --label second run --quick >/dev/null)
+"$MF" --quiet report 1 -o "$OUT/run.html"
+"$MF" --quiet report 1 --compare 2 -o "$OUT/compare.html"
+
+check() {
+    local name=$1 html=$PWD/$OUT/$1.html want=$2
+    "$BROWSER" --headless=new --no-sandbox --disable-gpu --no-first-run --hide-scrollbars \
+        --enable-logging=stderr --v=0 --window-size=1280,2400 \
+        --screenshot="$PWD/$OUT/$name.png" "file://$html" >"$OUT/$name.stdout" 2>"$OUT/$name.log" \
+        || { tail -n 20 "$OUT/$name.log" >&2; die "$name: chromium exited with an error"; }
+    [ -s "$OUT/$name.png" ] || die "$name: no screenshot"
+    # The page has no script: any console line, or a failed load, is a fault.
+    if grep -E "CONSOLE|Uncaught|Failed to load resource|net::ERR_" "$OUT/$name.log"; then
+        die "$name: console messages above (log: $OUT/$name.log)"
+    fi
+    "$BROWSER" --headless=new --no-sandbox --disable-gpu --dump-dom "file://$html" >"$OUT/$name.dom" 2>/dev/null \
+        || die "$name: --dump-dom failed"
+    local svgs
+    svgs=$(grep -o "<svg" "$OUT/$name.dom" | wc -l)
+    [ "$svgs" -ge "$want" ] || die "$name: the browser's DOM holds $svgs SVG figures, expected $want or more"
+    say "$name: rendered, $svgs SVG figures, no console messages, screenshot $OUT/$name.png"
+}
+# A run of the quick suite draws at least the latency and c2c heatmaps, the
+# loaded-latency curve and two sweep curves; the comparison shows both runs.
+check run 5
+check compare 10
+say "OK"
