@@ -91,7 +91,7 @@ fn bad_input_exits_2_with_one_clear_line() {
         (&["latency", "--mem-nodes", "3-1"], "--mem-nodes"),
         (&["bandwidth", "--cpu-nodes", "a"], "--cpu-nodes"),
         (&["latency", "--size", "12Q"], "not a size"),
-        (&["latency", "--size", "200G"], "free (MemFree)"),
+        (&["latency", "--size", "200G"], "free (MemFree, or MemAvailable"),
         (&["latency", "--size", "64T"], "more than 2^32 elements"),
         (&["latency", "--cpu", "4096"], "CPU 4096 is not online"),
         (

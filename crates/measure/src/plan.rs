@@ -41,7 +41,7 @@ pub enum PlanError {
     Conflict(String),
     #[error("{0}")]
     BadValue(String),
-    #[error("node {node} needs {need} but has {free} free (MemFree); use a smaller --size")]
+    #[error("node {node} needs {need} but has {free} free (MemFree, or MemAvailable on a one-node machine); use a smaller --size")]
     TooLarge { node: u32, need: String, free: String },
     #[error("{size} huge pages: node {node} needs {need} but its pool has {free} free; reserve them with: echo {total} | sudo tee /sys/devices/system/node/node{node}/hugepages/hugepages-{kb}kB/nr_hugepages")]
     HugePagesMissing {
@@ -148,6 +148,22 @@ impl Machine<'_> {
             });
         }
         Ok(c)
+    }
+
+    /// Memory a node can still give. Its own MemFree, except on a one-node machine,
+    /// where all of the system's available memory is that node's: some virtual
+    /// machines (Firecracker guests, for one) count in nodeN/meminfo only the memory
+    /// touched so far, well below /proc/meminfo (7 of 24 GiB on one such guest).
+    fn free_bytes(&self, n: &memfabric_topo::Node) -> u64 {
+        if self.topo.nodes.len() != 1 {
+            return n.mem_free_bytes;
+        }
+        let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kb * 1024)
+        });
+        n.mem_free_bytes.max(available.unwrap_or(0))
     }
 
     fn known_nodes(&self) -> String {
@@ -274,11 +290,12 @@ impl Machine<'_> {
                 if huge == HugePages::Thp && self.topo.huge_pages.thp_enabled.as_deref() == Some("never") {
                     return Err(PlanError::ThpDisabled);
                 }
-                if bytes > n.mem_free_bytes {
+                let free = self.free_bytes(n);
+                if bytes > free {
                     return Err(PlanError::TooLarge {
                         node,
                         need: format_size(bytes),
-                        free: format_size(n.mem_free_bytes),
+                        free: format_size(free),
                     });
                 }
                 Ok(())

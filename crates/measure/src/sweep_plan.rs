@@ -267,7 +267,7 @@ fn check_fits(
     let too_large = |e: PlanError| {
         match e {
         PlanError::TooLarge { node, need, free } => PlanError::BadValue(format!(
-            "node {node} needs {need} for the largest point but has {free} free (MemFree); use a smaller --max"
+            "node {node} needs {need} for the largest point but has {free} free (MemFree, or MemAvailable on a one-node machine); use a smaller --max"
         )),
         e => e,
     }
