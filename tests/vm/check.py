@@ -1062,6 +1062,25 @@ def _(r):
         expect_eq(cell["hmat_read_bandwidth_gb_s"], want, f"firmware cell {(c, m)} HMAT bandwidth")
 
 
+@command_check("bandwidth-links")
+def _(r):
+    # --links 2 --lanes 16 --gbps 1: 2 x 16 x 1 / 8 = 4 GB/s per direction, below the
+    # memory's peak, so every cross-socket cell's peak is the links'; local cells keep
+    # their node's memory peak.
+    res = envelope(r, "bandwidth")
+    peaks = vm_socket_peaks()
+    for cell in res["cells"]:
+        c, m, e = cell["cpu_node"], cell["mem_node"], cell["efficiency"]
+        w = f"links cell {c} -> {m}"
+        expect(e is not None, f"{w}: efficiency")
+        if e is None:
+            continue
+        remote = SOCKET_OF_NODE[c] != SOCKET_OF_NODE[m]
+        want = 4.0 if remote else peaks[SOCKET_OF_NODE[m]][2]
+        expect_close(e["peak_gb_s"], want, f"{w} peak")
+        expect_eq("the links' 4 GB/s per direction" in e["basis"], remote, f"{w} basis {e['basis']!r}")
+
+
 # ---------------------------------------------------------------------------
 # sweep: latency and bandwidth against size, every point placed and checked.
 def check_sweep(r, cpu, mem_node, bw_cpus, max_bytes, ppo, samples):

@@ -230,6 +230,15 @@ pub struct BandwidthArgs {
     /// Vector kernel (default: the widest this CPU supports)
     #[arg(long, value_enum, default_value_t = KernelArg::Auto)]
     pub kernel: KernelArg,
+    /// Socket links between sockets (UPI, xGMI...), for the peak of cross-socket cells: links x lanes x Gbit/s / 8
+    #[arg(long, value_name = "N", requires_all = ["lanes", "gbps"])]
+    pub links: Option<u32>,
+    /// Lanes per socket link (with --links)
+    #[arg(long, value_name = "N", requires_all = ["links", "gbps"])]
+    pub lanes: Option<u32>,
+    /// Gbit/s per lane (with --links)
+    #[arg(long, value_name = "GBPS", requires_all = ["links", "lanes"])]
+    pub gbps: Option<f64>,
     #[command(flatten)]
     pub common: Common,
 }

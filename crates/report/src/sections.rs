@@ -198,7 +198,12 @@ fn bandwidth(r: &BandwidthReport) -> String {
             .render();
         }
     }
-    s += "<table><tr><th class=\"l\">mix</th><th>threads</th><th>CPU node</th><th>memory node</th><th>median GB/s</th><th>min</th><th>max</th><th>cv %</th></tr>";
+    let peaks = r.cells.iter().any(|c| c.efficiency.is_some());
+    s += "<table><tr><th class=\"l\">mix</th><th>threads</th><th>CPU node</th><th>memory node</th><th>median GB/s</th><th>min</th><th>max</th><th>cv %</th>";
+    if peaks {
+        s += "<th>% of peak</th><th class=\"l\">peak</th>";
+    }
+    s += "</tr>";
     for c in &r.cells {
         s += &format!(
             "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td>",
@@ -211,15 +216,27 @@ fn bandwidth(r: &BandwidthReport) -> String {
             Some(m) => {
                 let b = &m.bandwidth_gb_s;
                 format!(
-                    "<td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.1}</td></tr>",
+                    "<td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.1}</td>",
                     b.median,
                     b.min,
                     b.max,
                     100.0 * b.cv
                 )
             }
-            None => "<td class=\"bad\" colspan=\"4\">no result</td></tr>".to_string(),
+            None => "<td class=\"bad\" colspan=\"4\">no result</td>".to_string(),
         };
+        if peaks {
+            s += &match &c.efficiency {
+                Some(e) => format!(
+                    "<td>{:.1}</td><td class=\"l\"><span title=\"{}\">{:.1} GB/s</span></td>",
+                    100.0 * e.fraction,
+                    esc(&e.basis),
+                    e.peak_gb_s
+                ),
+                None => "<td>-</td><td></td>".to_string(),
+            };
+        }
+        s += "</tr>";
     }
     s += "</table>";
     for m in &r.mixes {

@@ -20,7 +20,8 @@ fn latency_cell(c: u32, m: u32, ns: f64) -> Value {
 }
 
 fn bandwidth_cell(mix: &str, c: u32, m: u32, gbs: f64) -> Value {
-    json!({"mix": mix, "cpu_node": c, "mem_node": m, "cpus": [c * 2, c * 2 + 1], "outcome": {"status": "ok",
+    let efficiency = (m < 2).then(|| json!({"peak_gb_s": 76.8, "fraction": gbs / 76.8, "basis": "socket 0: 2 channels x 4800 MT/s x 8 B <SMBIOS>"}));
+    json!({"mix": mix, "cpu_node": c, "mem_node": m, "cpus": [c * 2, c * 2 + 1], "efficiency": efficiency, "outcome": {"status": "ok",
         "bandwidth_gb_s": summary(gbs), "samples_gb_s": [gbs], "bytes_per_sample": 1024, "validated_elements": 0,
         "placement": [placement(m, c * 2), placement(m, c * 2 + 1)], "noise": null}})
 }
@@ -96,6 +97,7 @@ fn run_report_html() {
     assert!(html.contains("Latency tiers"), "tiers of a 2-socket matrix");
     assert!(html.contains("Test CPU &lt;8 cores&gt;"), "text is escaped");
     assert_eq!(html.matches("<svg").count(), 2, "latency and bandwidth heatmaps");
+    assert!(html.contains("% of peak") && html.contains("52.1") && html.contains("&lt;SMBIOS&gt;"), "share of peak");
     insta::assert_snapshot!(html);
 }
 

@@ -42,9 +42,10 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<Bandwidt
     let plan =
         bandwidth_plan(&machine, &common::selection(&a.select, None), &options).map_err(common::usage)?;
     let threshold = common::threshold(a.common.cv_threshold)?;
+    let links = super::efficiency::links(a)?;
     let mut report = bandwidth::run(&plan, &ctx.progress);
     noise::annotate_bandwidth(&mut report, topo, &noise::Conditions::read(), threshold);
-    super::efficiency::annotate(&mut report, topo);
+    super::efficiency::annotate(&mut report, topo, links.as_ref());
     report.firmware = memfabric_measure::firmware::compare_bandwidth(&report, topo);
     Ok(report)
 }

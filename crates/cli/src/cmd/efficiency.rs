@@ -2,25 +2,40 @@
 //! machine's DIMMs: set after measuring, shown beside the measured table.
 
 use memfabric_measure::theory;
-use memfabric_model::{BandwidthCell, BandwidthReport, Outcome};
+use memfabric_model::{BandwidthCell, BandwidthReport, LinkPeak, Outcome};
 use memfabric_topo::Topology;
 
 use super::common;
 use super::theory::memory_devices;
-use crate::args::MachineSource;
+use crate::args::{BandwidthArgs, MachineSource};
+use crate::output::Usage;
 use crate::table::Table;
 
 const HOW: &str = "median / peak; peak: populated channels x configured MT/s x data width, from SMBIOS";
 
 /// Sets each bandwidth cell's share of its path's peak; cells whose peak is
 /// not known (no SMBIOS, CPU-less nodes, ...) are left without one.
-pub fn annotate(r: &mut BandwidthReport, topo: &Topology) {
+pub fn annotate(r: &mut BandwidthReport, topo: &Topology, links: Option<&LinkPeak>) {
     let Ok(devices) = memory_devices(topo, &MachineSource::live()) else {
         return;
     };
     if let Outcome::Ok(peak) = theory::smbios_peak(&devices) {
-        theory::annotate_bandwidth(r, topo, &peak, None);
+        theory::annotate_bandwidth(r, topo, &peak, links);
     }
+}
+
+/// The socket links --links, --lanes and --gbps describe, refusing nonsense.
+pub fn links(a: &BandwidthArgs) -> anyhow::Result<Option<LinkPeak>> {
+    let (Some(links), Some(lanes), Some(gbps)) = (a.links, a.lanes, a.gbps) else {
+        return Ok(None);
+    };
+    if links == 0 || lanes == 0 || !(gbps.is_finite() && gbps > 0.0) {
+        return Err(Usage(format!(
+            "--links and --lanes must be at least 1 and --gbps a positive number, not {links}, {lanes}, {gbps}"
+        ))
+        .into());
+    }
+    Ok(Some(theory::link_peak(&theory::LinkSpec { links, lanes, gbps })))
 }
 
 fn pct(c: &BandwidthCell) -> Option<String> {

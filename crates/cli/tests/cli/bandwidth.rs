@@ -209,6 +209,11 @@ fn bandwidth_bad_input_exits_2() {
             "needs streaming stores",
         ),
         (&["stream", "--ntimes", "1"], "--ntimes must be at least 2"),
+        (&["bandwidth", "--links", "4"], "--lanes"),
+        (
+            &["bandwidth", "--links", "0", "--lanes", "16", "--gbps", "32"],
+            "--links and --lanes must be at least 1",
+        ),
         (
             &["stream", "--non-temporal", "--kernel", "scalar"],
             "needs streaming stores",
