@@ -684,6 +684,17 @@ def check_stream(r, size, ntimes, mem_nodes):
         expect(0 < f["min_time_s"] <= f["avg_time_s"] <= f["max_time_s"], f"{w} times min/avg/max")
         best = f["bytes_per_element"] * elements / f["min_time_s"] / 1e9  # STREAM's Best Rate
         expect(abs(f["best_gb_s"] - best) <= 1e-6 * best, f"{w} best {f['best_gb_s']} != bytes / min time = {best}")
+        # Share of the memory peak of the nodes holding the parts: the sum of their
+        # sockets' peaks from the guest's DIMMs; none when a CPU-less node holds them.
+        e = f.get("efficiency")
+        if all(n in SOCKET_OF_NODE for n in mem_nodes):
+            peak = sum(vm_socket_peaks()[SOCKET_OF_NODE[n]][2] for n in sorted(set(mem_nodes)))
+            expect(e is not None, f"{w}: efficiency")
+            if e is not None:
+                expect_close(e["peak_gb_s"], peak, f"{w} peak")
+                expect_close(e["fraction"], f["best_gb_s"] / peak, f"{w} fraction")
+        else:
+            expect(e is None, f"{w}: no peak for a CPU-less node, got {e}")
     part_bytes = -(-elements // len(cpus)) * 8
     expect_thread_placements(o["placement"], cpus, mem_nodes, 3 * part_bytes, "stream")
 

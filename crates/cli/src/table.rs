@@ -37,6 +37,13 @@ impl Table {
         }
     }
 
+    /// The same table with one more (right-aligned) column at the end.
+    pub fn with_column(mut self, header: &str) -> Table {
+        self.header.push(header.to_string());
+        self.align.push(Align::Right);
+        self
+    }
+
     pub fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }

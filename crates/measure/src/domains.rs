@@ -41,6 +41,7 @@ pub fn run(plan: &DomainPlan, obs: &dyn Observer) -> DomainScalingReport {
             mem_nodes: members.iter().map(|m| m.mem_node).collect(),
             outcome,
             bytes_per_fclk,
+            efficiency: None,
         }
     };
     let alone = plan

@@ -166,6 +166,7 @@ fn coordinate(plan: &LoadedPlan, control: &Control, spin_ns: f64, obs: &dyn Obse
             load_cpus: cpus,
             load_bandwidth_gb_s: bytes as f64 / seconds * 1e-9,
             latency,
+            efficiency: None,
         });
         obs.advance(&format!("step {} of {}", k + 1, plan.steps.len()));
     }

@@ -174,6 +174,7 @@ fn function(name: &str, per_element: u64, elements: u64, seconds: &[f64]) -> Str
         min_time_s: min,
         max_time_s: max,
         noise: None,
+        efficiency: None,
     }
 }
 

@@ -424,6 +424,34 @@ pub fn path_peak(
     }
 }
 
+/// The peak of memory on several nodes read at once, each thread its own node's
+/// (STREAM's parts, a per-domain step, a loaded-latency load): the sum of the
+/// nodes' peaks. Only the memory side: links are not counted.
+pub fn nodes_peak(topo: &Topology, memory: &MemoryPeak, nodes: &[u32]) -> Result<(f64, String), String> {
+    let mut nodes = nodes.to_vec();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let peaks = nodes
+        .iter()
+        .map(|&n| node_peak(topo, memory, n))
+        .collect::<Result<Vec<_>, _>>()?;
+    let total: f64 = peaks.iter().map(|p| p.peak_gb_s).sum();
+    let parts: Vec<String> = peaks
+        .iter()
+        .map(|p| format!("node {}: {}", p.node, p.basis))
+        .collect();
+    Ok((total, parts.join("; ")))
+}
+
+/// A figure's share of a peak, or None for a peak that is not positive.
+pub fn share(gb_s: f64, (peak, basis): (f64, String)) -> Option<Efficiency> {
+    (peak > 0.0).then(|| Efficiency {
+        peak_gb_s: peak,
+        fraction: gb_s / peak,
+        basis,
+    })
+}
+
 /// Sets each ok cell's share of its path's peak, where the peak is known.
 pub fn annotate_bandwidth(
     r: &mut BandwidthReport,

@@ -278,6 +278,9 @@ pub struct DomainBandwidth {
     pub outcome: Outcome<BandwidthMeasurement>,
     /// Median bytes per fabric clock cycle, when --fclk was given.
     pub bytes_per_fclk: Option<f64>,
+    /// The median's share of the memory peak of the nodes read, where known.
+    #[serde(default)]
+    pub efficiency: Option<crate::theory::Efficiency>,
 }
 
 /// STREAM's four kernels, timed and counted as STREAM 5.10 does.
@@ -319,6 +322,9 @@ pub struct StreamFunction {
     pub min_time_s: f64,
     pub max_time_s: f64,
     pub noise: Option<Noise>,
+    /// The best rate's share of the memory peak of the nodes holding the arrays, where known.
+    #[serde(default)]
+    pub efficiency: Option<crate::theory::Efficiency>,
 }
 
 /// STREAM's check: every element of a, b and c against the values the same sequence
@@ -372,4 +378,7 @@ pub struct LoadStep {
     /// counts bytes.
     pub load_bandwidth_gb_s: f64,
     pub latency: Outcome<LatencyMeasurement>,
+    /// The load's share of the memory node's peak, where known.
+    #[serde(default)]
+    pub efficiency: Option<crate::theory::Efficiency>,
 }

@@ -281,14 +281,17 @@ fn stream(r: &StreamReport) -> String {
     let Some(m) = r.outcome.ok() else {
         return "<p class=\"bad\">No result.</p>".into();
     };
-    let mut s = String::from("<table><tr><th class=\"l\">function</th><th>best GB/s</th><th>median GB/s</th><th>bytes/element</th></tr>");
+    let mut s = String::from("<table><tr><th class=\"l\">function</th><th>best GB/s</th><th>median GB/s</th><th>bytes/element</th><th>% of peak</th></tr>");
     for f in &m.functions {
         s += &format!(
-            "<tr><td class=\"l\">{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td></tr>",
+            "<tr><td class=\"l\">{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
             esc(&f.name),
             f.best_gb_s,
             f.bandwidth_gb_s.median,
-            f.bytes_per_element
+            f.bytes_per_element,
+            f.efficiency
+                .as_ref()
+                .map_or("-".into(), |e| format!("{:.1}", 100.0 * e.fraction))
         );
     }
     s + &format!(

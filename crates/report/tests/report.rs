@@ -97,7 +97,10 @@ fn run_report_html() {
     assert!(html.contains("Latency tiers"), "tiers of a 2-socket matrix");
     assert!(html.contains("Test CPU &lt;8 cores&gt;"), "text is escaped");
     assert_eq!(html.matches("<svg").count(), 2, "latency and bandwidth heatmaps");
-    assert!(html.contains("% of peak") && html.contains("52.1") && html.contains("&lt;SMBIOS&gt;"), "share of peak");
+    assert!(
+        html.contains("% of peak") && html.contains("52.1") && html.contains("&lt;SMBIOS&gt;"),
+        "share of peak"
+    );
     insta::assert_snapshot!(html);
 }
 

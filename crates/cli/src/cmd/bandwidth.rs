@@ -73,6 +73,7 @@ fn measure_domains(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<Doma
     let threshold = common::threshold(a.common.cv_threshold)?;
     let mut report = domains::run(&plan, &ctx.progress);
     noise::annotate_domains(&mut report, topo, &noise::Conditions::read(), threshold);
+    super::efficiency::annotate_domains(&mut report, topo);
     Ok(report)
 }
 
@@ -228,13 +229,29 @@ pub fn render_domains(r: &DomainScalingReport, topo: &Topology) -> String {
     if let Some(f) = &fclk {
         head.push(f.as_str());
     }
+    let peaks = r
+        .alone
+        .iter()
+        .chain(&r.cumulative)
+        .any(|d| d.efficiency.is_some());
+    if peaks {
+        head.push("% of peak");
+    }
     let mut alone = Table::new(&head);
     for d in &r.alone {
-        alone.row(domain_row(topo, d, fclk.is_some()));
+        let mut row = domain_row(topo, d, fclk.is_some());
+        if peaks && d.outcome.ok().is_some() {
+            row.push(super::efficiency::percent(d.efficiency.as_ref()));
+        }
+        alone.row(row);
     }
     out += "Each domain alone:\n";
     out += &alone.render();
-    let mut grow = Table::new(&["<domains", "threads", "median GB/s", "gain", "per domain"]);
+    let mut grow_head = vec!["<domains", "threads", "median GB/s", "gain", "per domain"];
+    if peaks {
+        grow_head.push("% of peak");
+    }
+    let mut grow = Table::new(&grow_head);
     let mut previous: Option<f64> = None;
     for (k, d) in r.cumulative.iter().enumerate() {
         let mut row = vec![domain_names(topo, d), d.cpus.len().to_string()];
@@ -244,6 +261,9 @@ pub fn render_domains(r: &DomainScalingReport, topo: &Topology) -> String {
                 row.push(format!("{v:.2}"));
                 row.push(previous.map_or("-".into(), |p| format!("{:+.2}", v - p)));
                 row.push(format!("{:.2}", v / (k + 1) as f64));
+                if peaks {
+                    row.push(super::efficiency::percent(d.efficiency.as_ref()));
+                }
                 previous = Some(v);
             }
             None => row.extend([
@@ -411,6 +431,11 @@ mod tests {
                 mem_nodes: cpus.iter().map(|&c| topo.cpu(c).unwrap().node.unwrap()).collect(),
                 outcome: measured(&[v, v], &cpus, 0, 0),
                 bytes_per_fclk: Some(v * 1e3 / 1333.0),
+                efficiency: Some(memfabric_model::Efficiency {
+                    peak_gb_s: 170.6,
+                    fraction: v / 170.6,
+                    basis: "node 0: socket 0: 8 channels x 2666 MT/s x 8 B (SMBIOS)".into(),
+                }),
                 domains,
                 cpus,
             }

@@ -2,7 +2,10 @@
 //! machine's DIMMs: set after measuring, shown beside the measured table.
 
 use memfabric_measure::theory;
-use memfabric_model::{BandwidthCell, BandwidthReport, LinkPeak, Outcome};
+use memfabric_model::{
+    BandwidthCell, BandwidthReport, DomainScalingReport, Efficiency, LinkPeak, LoadedLatencyReport,
+    MemoryPeak, Outcome, StreamReport,
+};
 use memfabric_topo::Topology;
 
 use super::common;
@@ -22,6 +25,56 @@ pub fn annotate(r: &mut BandwidthReport, topo: &Topology, links: Option<&LinkPea
     if let Outcome::Ok(peak) = theory::smbios_peak(&devices) {
         theory::annotate_bandwidth(r, topo, &peak, links);
     }
+}
+
+/// This machine's memory peak from SMBIOS, when it says enough.
+fn memory_peak(topo: &Topology) -> Option<MemoryPeak> {
+    let devices = memory_devices(topo, &MachineSource::live()).ok()?;
+    match theory::smbios_peak(&devices) {
+        Outcome::Ok(peak) => Some(peak),
+        _ => None,
+    }
+}
+
+/// Each STREAM function's best rate as a share of the peak of the nodes that hold
+/// the arrays.
+pub fn annotate_stream(r: &mut StreamReport, topo: &Topology) {
+    let Some(peak) = memory_peak(topo) else { return };
+    let Ok(nodes) = theory::nodes_peak(topo, &peak, &r.mem_nodes) else {
+        return;
+    };
+    if let Outcome::Ok(m) = &mut r.outcome {
+        for f in &mut m.functions {
+            f.efficiency = theory::share(f.best_gb_s, nodes.clone());
+        }
+    }
+}
+
+/// Each per-domain step's median as a share of the peak of the nodes it reads.
+pub fn annotate_domains(r: &mut DomainScalingReport, topo: &Topology) {
+    let Some(peak) = memory_peak(topo) else { return };
+    for step in r.alone.iter_mut().chain(r.cumulative.iter_mut()) {
+        let Some(m) = step.outcome.ok() else { continue };
+        if let Ok(nodes) = theory::nodes_peak(topo, &peak, &step.mem_nodes) {
+            step.efficiency = theory::share(m.bandwidth_gb_s.median, nodes);
+        }
+    }
+}
+
+/// Each loaded-latency step's load as a share of the memory node's peak.
+pub fn annotate_loaded(r: &mut LoadedLatencyReport, topo: &Topology) {
+    let Some(peak) = memory_peak(topo) else { return };
+    let Ok(node) = theory::nodes_peak(topo, &peak, &[r.mem_node]) else {
+        return;
+    };
+    for s in &mut r.steps {
+        s.efficiency = theory::share(s.load_bandwidth_gb_s, node.clone());
+    }
+}
+
+/// "62.0" for a share, "-" for none: the column the tables add.
+pub fn percent(e: Option<&Efficiency>) -> String {
+    e.map_or("-".into(), |e| format!("{:.1}", 100.0 * e.fraction))
 }
 
 /// The socket links --links, --lanes and --gbps describe, refusing nonsense.

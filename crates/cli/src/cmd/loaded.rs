@@ -47,6 +47,7 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &LoadedLatencyArgs) -> Result<Load
     let threshold = common::threshold(a.common.cv_threshold)?;
     let mut report = loaded::run(&plan, &ctx.progress);
     noise::annotate_loaded(&mut report, topo, &noise::Conditions::read(), threshold);
+    super::efficiency::annotate_loaded(&mut report, topo);
     Ok(report)
 }
 
@@ -99,6 +100,11 @@ pub fn render(r: &LoadedLatencyReport) -> String {
             "cv %",
         ])
     };
+    // The load's share of the memory's peak, where SMBIOS gives one: a last column.
+    let peaks = r.steps.iter().any(|s| s.efficiency.is_some());
+    if peaks {
+        t = t.with_column("load % of peak");
+    }
     let mut idle = vec!["idle".to_string(), "-".into(), "0.00".into()];
     idle.extend(latency_cells(&r.idle));
     t.row(idle);
@@ -110,7 +116,12 @@ pub fn render(r: &LoadedLatencyReport) -> String {
             vec![s.delay_spins.to_string(), format!("{:.0}", s.delay_ns)]
         };
         row.push(format!("{:.2}", s.load_bandwidth_gb_s));
-        row.extend(latency_cells(&s.latency));
+        let mut cells = latency_cells(&s.latency);
+        cells.resize(4, String::new());
+        row.extend(cells);
+        if peaks {
+            row.push(super::efficiency::percent(s.efficiency.as_ref()));
+        }
         t.row(row);
     }
     out += &t.render();
@@ -162,4 +173,73 @@ fn curve(r: &LoadedLatencyReport) -> String {
         "\nLatency (ns, up) against load bandwidth (GB/s, across):\n{}",
         plot(&points, &o)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memfabric_model::{Efficiency, HugePages, LoadStep, Mix, MixInfo, Pattern, Placement, Summary};
+
+    fn latency(ns: f64) -> Outcome<LatencyMeasurement> {
+        Outcome::Ok(LatencyMeasurement {
+            latency_ns: Summary::of(&[ns, ns * 1.02]).unwrap(),
+            samples_ns: vec![ns, ns * 1.02],
+            loads_per_sample: 4096,
+            cycle_verified_elements: 1 << 20,
+            placement: Placement {
+                requested_node: 0,
+                page_size_bytes: 4096,
+                pages_total: 16384,
+                pages_sampled: 4096,
+                pages_on_node: 4096,
+                pages_elsewhere: Vec::new(),
+                thread_affinity: vec![0],
+                verified: true,
+                method: "test".into(),
+            },
+            noise: None,
+        })
+    }
+
+    #[test]
+    fn curve_table_and_share_of_peak() {
+        let steps = [
+            (0u64, 150.0, 270.0),
+            (4, 90.0, 230.0),
+            (64, 30.0, 205.0),
+            (1024, 2.0, 192.0),
+        ]
+        .iter()
+        .map(|&(spins, gbs, ns)| LoadStep {
+            delay_spins: spins,
+            delay_ns: spins as f64 * 20.0,
+            domains: Vec::new(),
+            load_cpus: (1..16).collect(),
+            load_bandwidth_gb_s: gbs,
+            latency: latency(ns),
+            efficiency: Some(Efficiency {
+                peak_gb_s: 307.2,
+                fraction: gbs / 307.2,
+                basis: "node 0: 8 channels x 4800 MT/s x 8 B".into(),
+            }),
+        })
+        .collect();
+        let r = LoadedLatencyReport {
+            latency_cpu: 0,
+            latency_domain: Some(0),
+            mem_node: 0,
+            load_cpus: (1..16).collect(),
+            mix: MixInfo::of(Mix::Read),
+            kernel: "avx512".into(),
+            huge_pages: HugePages::Off,
+            array_bytes_per_thread: 128 << 20,
+            chase_size_bytes: 1 << 30,
+            pattern: Pattern::Random,
+            spin_ns: 20.0,
+            spread: false,
+            idle: latency(190.0),
+            steps,
+        };
+        insta::assert_snapshot!(render(&r));
+    }
 }

@@ -39,6 +39,7 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &StreamArgs) -> Result<StreamRepor
     let threshold = common::threshold(a.cv_threshold)?;
     let mut report = stream::run(&plan, &ctx.progress);
     noise::annotate_stream(&mut report, topo, &noise::Conditions::read(), threshold);
+    super::efficiency::annotate_stream(&mut report, topo);
     Ok(report)
 }
 
@@ -82,6 +83,7 @@ pub fn render(r: &StreamReport, topo: &Topology) -> String {
         "Min time s",
         "Max time s",
         "bytes/element",
+        "% of peak",
     ]);
     for f in &m.functions {
         t.row(vec![
@@ -93,6 +95,7 @@ pub fn render(r: &StreamReport, topo: &Topology) -> String {
             format!("{:.6}", f.min_time_s),
             format!("{:.6}", f.max_time_s),
             f.bytes_per_element.to_string(),
+            super::efficiency::percent(f.efficiency.as_ref()),
         ]);
     }
     out += &t.render();
@@ -132,6 +135,7 @@ mod tests {
                 min_time_s: t[0],
                 max_time_s: t[2],
                 noise: None,
+                efficiency: None,
             }
         };
         let r = StreamReport {
