@@ -31,6 +31,42 @@ pub struct Tier {
     pub cells: Vec<TierCell>,
 }
 
+impl crate::LatencyReport {
+    /// The measured cells grouped into tiers by their median latency.
+    pub fn tiers(&self, rel_gap: f64) -> Vec<Tier> {
+        let cells: Vec<TierCell> = self
+            .cells
+            .iter()
+            .filter_map(|c| {
+                c.outcome.ok().map(|m| TierCell {
+                    cpu_node: c.cpu_node,
+                    mem_node: c.mem_node,
+                    latency_ns: m.latency_ns.median,
+                })
+            })
+            .collect();
+        latency_tiers(&cells, rel_gap)
+    }
+}
+
+impl crate::LoadedLatencyReport {
+    /// (load GB/s, median latency ns) of every measured step, by increasing bandwidth:
+    /// the curve MLC's loaded-latency plots draw.
+    pub fn curve(&self) -> Vec<(f64, f64)> {
+        let mut points: Vec<(f64, f64)> = self
+            .steps
+            .iter()
+            .filter_map(|s| {
+                s.latency
+                    .ok()
+                    .map(|m| (s.load_bandwidth_gb_s, m.latency_ns.median))
+            })
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        points
+    }
+}
+
 /// Groups the cells into tiers, fastest first. Non-finite latencies are left out.
 pub fn latency_tiers(cells: &[TierCell], rel_gap: f64) -> Vec<Tier> {
     let mut sorted: Vec<TierCell> = cells

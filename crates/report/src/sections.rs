@@ -2,8 +2,8 @@
 //! matrices with their latency tiers, curves, and tables.
 
 use memfabric_model::{
-    latency_tiers, BandwidthReport, C2cReport, LatencyReport, LoadedLatencyReport, Outcome, StreamReport,
-    SweepLevels, SweepReport, TierCell,
+    BandwidthReport, C2cReport, LatencyReport, LoadedLatencyReport, Outcome, StreamReport, SweepLevels,
+    SweepReport,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -135,18 +135,7 @@ fn latency(r: &LatencyReport) -> String {
         decimals: 1,
     };
     let mut s = map.render();
-    let tier_cells: Vec<TierCell> = r
-        .cells
-        .iter()
-        .filter_map(|c| {
-            c.outcome.ok().map(|m| TierCell {
-                cpu_node: c.cpu_node,
-                mem_node: c.mem_node,
-                latency_ns: m.latency_ns.median,
-            })
-        })
-        .collect();
-    let tiers = latency_tiers(&tier_cells, memfabric_model::tiers::DEFAULT_REL_GAP);
+    let tiers = r.tiers(memfabric_model::tiers::DEFAULT_REL_GAP);
     if tiers.len() > 1 {
         s += "<p>Latency tiers (cells grouped where latency steps up by more than 8 %):</p><table><tr><th>tier</th><th>ns</th><th class=\"l\">CPU node → memory node</th></tr>";
         for t in &tiers {
@@ -246,15 +235,7 @@ fn bandwidth(r: &BandwidthReport) -> String {
 }
 
 fn loaded(r: &LoadedLatencyReport) -> String {
-    let points: Vec<(f64, f64)> = r
-        .steps
-        .iter()
-        .filter_map(|s| {
-            s.latency
-                .ok()
-                .map(|m| (s.load_bandwidth_gb_s, m.latency_ns.median))
-        })
-        .collect();
+    let points = r.curve();
     let title = format!("Latency of CPU {} under load (mix {})", r.latency_cpu, r.mix.mix);
     let mut series = vec![Series {
         name: format!("CPU {}", r.latency_cpu),

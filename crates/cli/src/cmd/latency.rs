@@ -6,7 +6,7 @@ use anyhow::Result;
 use memfabric_measure::plan::{latency_plan, LatencyOptions};
 use memfabric_measure::{latency, noise};
 use memfabric_model::tiers::DEFAULT_REL_GAP;
-use memfabric_model::{format_size, latency_tiers, LatencyReport, TierCell};
+use memfabric_model::{format_size, LatencyReport};
 use memfabric_topo::Topology;
 
 use super::common::{self, cell_text};
@@ -97,18 +97,7 @@ pub fn render(r: &LatencyReport) -> String {
 /// The matrix grouped into latency tiers (same node, same socket, other socket...),
 /// when it has more than one.
 fn tiers(r: &LatencyReport) -> String {
-    let cells: Vec<TierCell> = r
-        .cells
-        .iter()
-        .filter_map(|c| {
-            c.outcome.ok().map(|m| TierCell {
-                cpu_node: c.cpu_node,
-                mem_node: c.mem_node,
-                latency_ns: m.latency_ns.median,
-            })
-        })
-        .collect();
-    let tiers = latency_tiers(&cells, DEFAULT_REL_GAP);
+    let tiers = r.tiers(DEFAULT_REL_GAP);
     if tiers.len() < 2 {
         return String::new();
     }

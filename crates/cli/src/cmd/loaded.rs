@@ -148,15 +148,7 @@ pub fn render(r: &LoadedLatencyReport) -> String {
 
 /// Latency against the load's bandwidth, as a text plot (the idle point at 0 GB/s).
 fn curve(r: &LoadedLatencyReport) -> String {
-    let mut points: Vec<(f64, f64)> = r
-        .steps
-        .iter()
-        .filter_map(|s| {
-            s.latency
-                .ok()
-                .map(|m| (s.load_bandwidth_gb_s, m.latency_ns.median))
-        })
-        .collect();
+    let mut points = r.curve();
     if let Some(m) = r.idle.ok() {
         points.push((0.0, m.latency_ns.median));
     }
