@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod bandwidth;
+mod bandwidth_plan;
 pub mod c2c;
 pub mod c2c_plan;
 pub mod domains;

@@ -1,0 +1,75 @@
+//! Arguments of the commands that read the run history: `runs`, `compare`, `report`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    #[command(subcommand)]
+    pub action: RunsAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunsAction {
+    /// Every saved run, newest first: id, date, host, label, one-line summary
+    List,
+    /// One run's figures (RUN: an id, or `last`)
+    Show { run: RunRef },
+    /// Delete a run and its figures
+    Delete { run: RunRef },
+    /// A run as its JSON document or as tidy CSV (one figure per row)
+    Export {
+        run: RunRef,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+        format: ExportFormat,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ExportFormat {
+    Json,
+    Csv,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The first run (an id, or `last`)
+    pub a: RunRef,
+    /// The second run: differences are B - A
+    pub b: RunRef,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run (an id, or `last`; default: last)
+    pub run: Option<RunRef>,
+    /// A second run: the report compares the two
+    #[arg(long, value_name = "RUN")]
+    pub compare: Option<RunRef>,
+    /// The HTML file to write (default: memfabric-run-ID.html here)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// A saved run: its id, or `last` for the newest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunRef {
+    Id(i64),
+    Last,
+}
+
+impl std::str::FromStr for RunRef {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<RunRef, String> {
+        if s == "last" {
+            return Ok(RunRef::Last);
+        }
+        s.parse::<i64>()
+            .ok()
+            .filter(|&id| id > 0)
+            .map(RunRef::Id)
+            .ok_or_else(|| format!("'{s}' is not a run id (a positive number, or `last`)"))
+    }
+}
