@@ -992,6 +992,23 @@ def _(r):
     expect_eq((res["links"]["per_direction_gb_s"], res["links"]["both_directions_gb_s"]), (256.0, 512.0), "links")
 
 
+@command_check("monitor-skipped")
+def _(r):
+    # the guest exposes no memory-controller PMU and no resctrl: skipped, exit 0
+    res = envelope(r, "monitor")
+    expect(res["source"] is None, f"no counter source in the guest: {res['source']!r}")
+    expect_eq(res["outcome"]["status"], "skipped", "outcome")
+    reason = res["outcome"]["reason"]
+    for want in ("no memory-controller PMU under /sys/bus/event_source/devices", "perf_event_paranoid",
+                 "mount -t resctrl resctrl /sys/fs/resctrl"):
+        expect(want in reason, f"reason should say {want!r}: {reason!r}")
+    expect(len(res["missing"]) >= 2, f"missing: {res['missing']!r}")
+    expect_eq([c["name"] for c in res["candidates"]],
+              ["intel-imc", "intel-imc-free-running", "amd-umc", "amd-df", "nvidia-scf", "resctrl-mbm"], "candidates")
+    expect(not any(c["available"] for c in res["candidates"]), "no candidate available in the guest")
+    expect(res["command"] is None, "no command given")
+
+
 @command_check("audit")
 def _(r):
     res = envelope(r, "audit")

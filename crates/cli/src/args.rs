@@ -8,9 +8,11 @@ use memfabric_measure::registry;
 use memfabric_model::{HugePages, Mix, Pattern};
 
 mod history;
+mod monitor;
 mod pairs;
 mod theory;
 pub use history::{CompareArgs, ExportFormat, ReportArgs, RunRef, RunsAction, RunsArgs};
+pub use monitor::{MonitorArgs, MONITOR_HELP};
 pub use pairs::{C2cArgs, C2cModeArg, SweepArgs, SweepThreadsArg, SweepWhat, C2C_HELP, SWEEP_HELP};
 pub use theory::{AuditArgs, MachineSource, TheoryArgs};
 
@@ -145,6 +147,8 @@ pub enum Command {
     Theory(TheoryArgs),
     #[command(about = registry::AUDIT.about, after_help = theory::AUDIT_HELP)]
     Audit(AuditArgs),
+    #[command(about = registry::MONITOR.about, after_help = MONITOR_HELP)]
+    Monitor(MonitorArgs),
     /// List the measurements memfabric offers and what each reports
     List,
 }

@@ -50,6 +50,7 @@ fn main() -> ExitCode {
         Command::Sweep(a) => cmd::sweep::run(&ctx, a),
         Command::Theory(a) => cmd::theory::run(&ctx, a),
         Command::Audit(a) => cmd::audit::run(&ctx, a),
+        Command::Monitor(a) => cmd::monitor::run(&ctx, a),
         Command::List => cmd::list::run(&ctx),
     };
     match result {

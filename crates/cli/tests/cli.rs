@@ -12,6 +12,8 @@ mod bandwidth;
 mod c2c;
 #[path = "cli/loaded.rs"]
 mod loaded;
+#[path = "cli/monitor.rs"]
+mod monitor;
 #[path = "cli/runs.rs"]
 mod runs;
 #[path = "cli/sweep.rs"]

@@ -13,6 +13,7 @@ pub mod latency;
 pub mod levels;
 pub mod loaded;
 pub mod loaded_plan;
+pub mod monitor;
 pub mod noise;
 pub mod observer;
 pub mod order;

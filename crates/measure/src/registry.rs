@@ -65,6 +65,12 @@ pub const AUDIT: Entry = Entry {
     reports: "findings (severity, why, evidence); per socket a class (optimal, reduced, not-recommended) with the expected bandwidth loss",
 };
 
+pub const MONITOR: Entry = Entry {
+    name: "monitor",
+    about: "Live memory traffic from the memory controllers' counters (Intel IMC, AMD UMC/DF, NVIDIA Grace SCF, resctrl MBM), for a time or over one command's lifetime",
+    reports: "bytes and GB/s (10^9 bytes/s) read and written per channel, per socket and for the system, per interval and in total; the source used and why",
+};
+
 pub const ALL: &[Entry] = &[
     TOPOLOGY,
     LATENCY,
@@ -75,4 +81,5 @@ pub const ALL: &[Entry] = &[
     SWEEP,
     THEORY,
     AUDIT,
+    MONITOR,
 ];

@@ -6,6 +6,7 @@
 pub mod c2c;
 pub mod figures;
 pub mod mix;
+pub mod monitor;
 pub mod results;
 pub mod stats;
 pub mod sweep;
@@ -16,6 +17,7 @@ pub mod units;
 pub use c2c::*;
 pub use figures::{Figure, Figures};
 pub use mix::{Mix, UnknownMix};
+pub use monitor::{CommandRun, MonitorInterval, MonitorMeasurement, MonitorReport, SourceStatus, Traffic};
 pub use results::*;
 pub use stats::Summary;
 pub use sweep::{

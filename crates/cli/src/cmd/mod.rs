@@ -9,6 +9,7 @@ pub mod firmware;
 pub mod latency;
 pub mod list;
 pub mod loaded;
+pub mod monitor;
 pub mod report;
 pub mod run;
 pub mod runs;

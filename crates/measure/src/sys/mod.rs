@@ -3,6 +3,7 @@
 
 mod kernels;
 mod mem;
+mod perf;
 mod pingpong;
 mod signal;
 mod streams;
@@ -10,6 +11,7 @@ mod vector;
 
 pub use kernels::{chase, chase_count_cycle, link_chase, Chain, LINE};
 pub use mem::{Buffer, MapError};
+pub use perf::PerfCounter;
 pub use pingpong::{Line, LinePage, Pinger};
 pub use signal::{install_stop_handlers, stop_signal};
 pub use streams::{as_doubles, run_pass, run_pass_range, Op, Pass, ARRAY_ALIGN, BLOCK_ELEMENTS};

@@ -1,0 +1,359 @@
+//! `memfabric monitor`: live memory traffic from the memory controllers' counters,
+//! for a time or over one command's lifetime.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use memfabric_measure::monitor::{self, Access, Candidate, CounterSource, Live, Monitor};
+use memfabric_measure::sys::stop_signal;
+use memfabric_model::{CommandRun, MonitorInterval, MonitorMeasurement, MonitorReport, Outcome, Traffic};
+
+use crate::args::MonitorArgs;
+use crate::output::{Ctx, Finished, Status, Usage};
+use crate::table::Table;
+
+/// How intervals are shown while sampling.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Show {
+    /// --json: nothing until the end.
+    Quiet,
+    Csv,
+    /// One line per interval; on a terminal, rewritten in place.
+    Lines {
+        tty: bool,
+    },
+}
+
+pub fn run(ctx: &Ctx, a: &MonitorArgs) -> Result<Status> {
+    let mode = if ctx.json {
+        Show::Quiet
+    } else if a.csv {
+        Show::Csv
+    } else {
+        Show::Lines {
+            tty: std::io::stdout().is_terminal(),
+        }
+    };
+    let candidates = monitor::discover(&a.sysfs, &a.resctrl);
+    let (chosen, tried) = open_first(&candidates);
+    // The first reading was just taken: intervals and the command's time start here.
+    let started = Instant::now();
+    let mut child = match a.command.split_first() {
+        Some((prog, rest)) => Some(
+            {
+                let mut cmd = std::process::Command::new(prog);
+                cmd.args(rest);
+                // stdout carries memfabric's one document or its CSV: the command's
+                // own output goes to stderr then.
+                if ctx.json || a.csv {
+                    cmd.stdout(std::io::stderr());
+                }
+                cmd
+            }
+            .spawn()
+            .map_err(|e| Usage(format!("cannot run '{prog}': {e}")))?,
+        ),
+        None => None,
+    };
+    if mode == Show::Csv {
+        print_now(&format!("{}\n", CSV_HEADER))?;
+    }
+    let (source, source_reason, outcome) = match chosen {
+        Some((c, mut live, m)) => {
+            let why = format!(
+                "{}: the first available of {} ({})",
+                c.name,
+                candidates.iter().map(|c| c.name).collect::<Vec<_>>().join(", "),
+                c.detail
+            );
+            let measured = sample(a, mode, &mut live, m, child.as_mut(), started);
+            (Some(c.name.to_string()), why, Outcome::Ok(measured?))
+        }
+        None => {
+            let mut reasons = tried.clone();
+            reasons.extend(missing(&candidates, a));
+            (
+                None,
+                "no counter source is available".to_string(),
+                Outcome::Skipped {
+                    reason: format!("no memory-traffic counters: {}", reasons.join("; ")),
+                },
+            )
+        }
+    };
+    let command = match child.as_mut() {
+        Some(c) => {
+            let status = c.wait().context("waiting for the command")?;
+            Some(command_run(&a.command, status, started.elapsed()))
+        }
+        None => None,
+    };
+    let report = MonitorReport {
+        missing: if source.is_some() {
+            Vec::new()
+        } else {
+            missing(&candidates, a)
+        },
+        source,
+        source_reason,
+        candidates: candidates.iter().map(Candidate::status).collect(),
+        interval_s: a.interval.as_secs_f64(),
+        command,
+        outcome,
+    };
+    if mode == Show::Csv {
+        if let Outcome::Skipped { reason } = &report.outcome {
+            eprintln!("memfabric: skipped: {reason}");
+        }
+    }
+    let live_machine = a.sysfs == Path::new("/sys");
+    let topo = if live_machine {
+        memfabric_topo::Topology::read(Path::new("/sys")).ok()
+    } else {
+        None
+    };
+    ctx.finish(Finished {
+        command: "monitor",
+        topo: topo.as_ref(),
+        result: &report,
+        figures: Vec::new(),
+        summary: summary(&report),
+        text: if ctx.json || a.csv {
+            String::new()
+        } else {
+            render(&report)
+        },
+    })?;
+    Ok(Status::Ok)
+}
+
+/// The first source whose counters open; the failures of those tried before it.
+fn open_first(candidates: &[Candidate]) -> (Option<(&Candidate, Live, Monitor)>, Vec<String>) {
+    let mut tried = Vec::new();
+    for c in candidates.iter().filter(|c| !c.specs.is_empty()) {
+        let mut live = Live::default();
+        match Monitor::start(c.specs.clone(), &mut live) {
+            Ok(m) => return (Some((c, live, m)), tried),
+            Err(e) => {
+                live.close();
+                tried.push(format!("{} found but not usable: {e}", c.name));
+            }
+        }
+    }
+    (None, tried)
+}
+
+fn missing(candidates: &[Candidate], a: &MonitorArgs) -> Vec<String> {
+    let pmus: Vec<String> = monitor::read_pmus(&a.sysfs).into_iter().map(|p| p.name).collect();
+    monitor::missing(candidates, &Access::read(Path::new("/proc")), &a.resctrl, &pmus)
+}
+
+/// Samples every interval until the duration ends, the command exits or a stop signal.
+fn sample(
+    a: &MonitorArgs,
+    mode: Show,
+    live: &mut Live,
+    mut m: Monitor,
+    mut child: Option<&mut Child>,
+    start: Instant,
+) -> Result<MonitorMeasurement> {
+    let mut last = start;
+    loop {
+        let end = a.duration.map(|d| start + d);
+        let tick = (last + a.interval).min(end.unwrap_or(last + a.interval));
+        let mut exited = false;
+        while Instant::now() < tick && !exited && stop_signal().is_none() {
+            if let Some(c) = child.as_deref_mut() {
+                exited = c.try_wait().context("waiting for the command")?.is_some();
+            }
+            std::thread::sleep((tick - Instant::now().min(tick)).min(Duration::from_millis(20)));
+        }
+        let now = Instant::now();
+        let i = m
+            .sample(live, (now - last).as_secs_f64())
+            .context("reading the counters")?;
+        last = now;
+        show(mode, i)?;
+        let done = end.is_some_and(|e| now >= e);
+        if exited || done || stop_signal().is_some() {
+            break;
+        }
+    }
+    if let Show::Lines { tty: true } = mode {
+        print_now("\n")?;
+    }
+    live.close();
+    Ok(m.finish())
+}
+
+fn print_now(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .context("writing to stdout")
+}
+
+const CSV_HEADER: &str = "interval,start_s,duration_s,channel,socket,read_bytes,write_bytes,total_bytes,read_gb_s,write_gb_s,total_gb_s";
+
+fn show(mode: Show, i: &MonitorInterval) -> Result<()> {
+    match mode {
+        Show::Quiet => Ok(()),
+        Show::Csv => print_now(&csv_rows(i)),
+        Show::Lines { tty } => {
+            let line = interval_line(i);
+            print_now(&if tty {
+                format!("\r\x1b[K{line}")
+            } else {
+                format!("{line}\n")
+            })
+        }
+    }
+}
+
+/// Tidy CSV: one row per channel of the interval, then its sockets and the system.
+pub fn csv_rows(i: &MonitorInterval) -> String {
+    let opt_u = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let opt_f = |v: Option<f64>| v.map(|v| format!("{v:.6}")).unwrap_or_default();
+    let mut out = String::new();
+    for t in i.channels.iter().chain(&i.sockets).chain([&i.system]) {
+        let name = if t.name.contains(',') {
+            format!("\"{}\"", t.name)
+        } else {
+            t.name.clone()
+        };
+        out += &format!(
+            "{},{:.3},{:.3},{},{},{},{},{},{},{},{:.6}\n",
+            i.index,
+            i.start_s,
+            i.duration_s,
+            name,
+            t.socket.map(|s| s.to_string()).unwrap_or_default(),
+            opt_u(t.read_bytes),
+            opt_u(t.write_bytes),
+            t.total_bytes,
+            opt_f(t.read_gb_s),
+            opt_f(t.write_gb_s),
+            t.total_gb_s
+        );
+    }
+    out
+}
+
+fn rates(t: &Traffic) -> String {
+    match (t.read_gb_s, t.write_gb_s) {
+        (Some(r), Some(w)) => format!(
+            "read {r:.2} GB/s, write {w:.2} GB/s, total {:.2} GB/s",
+            t.total_gb_s
+        ),
+        _ => format!("total {:.2} GB/s", t.total_gb_s),
+    }
+}
+
+fn interval_line(i: &MonitorInterval) -> String {
+    let mut line = format!("{:7.1} s  system: {}", i.start_s + i.duration_s, rates(&i.system));
+    if i.sockets.len() > 1 {
+        let per: Vec<String> = i
+            .sockets
+            .iter()
+            .map(|s| format!("{} {:.2}", s.name, s.total_gb_s))
+            .collect();
+        line += &format!("  ({})", per.join(", "));
+    }
+    line
+}
+
+fn command_run(argv: &[String], status: ExitStatus, wall: Duration) -> CommandRun {
+    use std::os::unix::process::ExitStatusExt;
+    CommandRun {
+        argv: argv.to_vec(),
+        exit_code: status.code(),
+        signal: status.signal(),
+        wall_s: wall.as_secs_f64(),
+    }
+}
+
+fn summary(r: &MonitorReport) -> String {
+    match &r.outcome {
+        Outcome::Ok(m) => format!(
+            "monitor: {} {:.1} GB over {:.1} s ({:.2} GB/s)",
+            r.source.as_deref().unwrap_or("?"),
+            m.total.system.total_bytes as f64 * 1e-9,
+            m.total.duration_s,
+            m.total.system.total_gb_s
+        ),
+        _ => "monitor: skipped".into(),
+    }
+}
+
+/// The final text: source, command, per-channel totals or what is missing.
+pub fn render(r: &MonitorReport) -> String {
+    let mut out = format!(
+        "Memory traffic counters: {}\n  {}\n",
+        r.source.as_deref().unwrap_or("none"),
+        r.source_reason
+    );
+    if let Some(c) = &r.command {
+        let how = match (c.exit_code, c.signal) {
+            (Some(code), _) => format!("exited with status {code}"),
+            (None, Some(sig)) => format!("was killed by signal {sig}"),
+            _ => "ended".into(),
+        };
+        out += &format!("Command: {} {how} after {:.2} s\n", c.argv.join(" "), c.wall_s);
+    }
+    let m = match &r.outcome {
+        Outcome::Ok(m) => m,
+        Outcome::Skipped { .. } | Outcome::Failed { .. } => {
+            let word = if matches!(r.outcome, Outcome::Failed { .. }) {
+                "FAILED"
+            } else {
+                "skipped"
+            };
+            out += &format!("{word}: no memory-traffic counters\n");
+            out += "What is missing, and how to enable it:\n";
+            for c in r.candidates.iter().filter(|c| c.available) {
+                out += &format!("  - {}: found ({}) but could not be opened\n", c.name, c.detail);
+            }
+            for line in &r.missing {
+                out += &format!("  - {line}\n");
+            }
+            return out;
+        }
+    };
+    let t = &m.total;
+    out += &format!(
+        "Total over {:.2} s ({} intervals): {:.3} GB, {}\n",
+        t.duration_s,
+        m.intervals.len(),
+        t.system.total_bytes as f64 * 1e-9,
+        rates(&t.system)
+    );
+    let mut table = Table::new(&[
+        "<Channel",
+        "socket",
+        "read GB",
+        "write GB",
+        "read GB/s",
+        "write GB/s",
+        "total GB/s",
+    ]);
+    let gb = |v: Option<u64>| {
+        v.map(|b| format!("{:.3}", b as f64 * 1e-9))
+            .unwrap_or_else(|| "-".into())
+    };
+    let gbs = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into());
+    for c in t.channels.iter().chain(&t.sockets).chain([&t.system]) {
+        table.row(vec![
+            c.name.clone(),
+            c.socket.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
+            gb(c.read_bytes),
+            gb(c.write_bytes),
+            gbs(c.read_gb_s),
+            gbs(c.write_gb_s),
+            format!("{:.2}", c.total_gb_s),
+        ]);
+    }
+    out + &table.render()
+}

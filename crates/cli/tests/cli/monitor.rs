@@ -1,0 +1,217 @@
+//! `monitor` through the binary: skipped with reasons where no counters exist, a
+//! command run and its exit status reported, resctrl MBM from a fixture mount.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::memfabric;
+
+fn fixture(name: &str) -> String {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/event_source"
+    ))
+    .join(name)
+    .to_str()
+    .unwrap()
+    .to_string()
+}
+
+fn monitor_json(extra: &[&str]) -> Value {
+    let out = memfabric()
+        .arg("monitor")
+        .arg("--json")
+        .args(extra)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).expect("stdout is one JSON document")
+}
+
+fn no_counters() -> Vec<String> {
+    vec![
+        "--sysfs".into(),
+        format!("{}/sys", fixture("none")),
+        "--resctrl".into(),
+        fixture("no-such-resctrl"),
+    ]
+}
+
+#[test]
+fn nothing_available_is_skipped_with_what_is_missing() {
+    let args = no_counters();
+    let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
+    a.extend(["--duration", "1s"]);
+    let v = monitor_json(&a);
+    assert_eq!(v["command"], "monitor");
+    let r = &v["result"];
+    assert!(r["source"].is_null());
+    assert_eq!(r["outcome"]["status"], "skipped");
+    let reason = r["outcome"]["reason"].as_str().unwrap();
+    assert!(reason.contains("no memory-controller PMU"), "{reason}");
+    assert!(
+        reason.contains("found: breakpoint, msr, software, tracepoint, uprobe"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("mount -t resctrl resctrl /sys/fs/resctrl"),
+        "{reason}"
+    );
+    assert!(reason.contains("perf_event_paranoid"), "{reason}");
+    assert_eq!(r["candidates"].as_array().unwrap().len(), 6);
+    let text = memfabric()
+        .arg("monitor")
+        .args(&a)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("skipped: no memory-traffic counters"), "{text}");
+    assert!(text.contains("What is missing, and how to enable it:"), "{text}");
+}
+
+#[test]
+fn a_command_runs_even_without_counters() {
+    let args = no_counters();
+    let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
+    a.extend(["--", "sh", "-c", "echo hello; exit 3"]);
+    let v = monitor_json(&a);
+    let c = &v["result"]["command"];
+    assert_eq!(c["argv"], serde_json::json!(["sh", "-c", "echo hello; exit 3"]));
+    assert_eq!(c["exit_code"], 3);
+    assert!(c["signal"].is_null());
+    assert_eq!(v["result"]["outcome"]["status"], "skipped");
+    memfabric()
+        .args(["monitor", "--", "/no/such/program"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn resctrl_mbm_from_a_fixture_mount() {
+    let sys = format!("{}/sys", fixture("none"));
+    let res = format!("{}/resctrl", fixture("resctrl"));
+    let v = monitor_json(&[
+        "--sysfs",
+        &sys,
+        "--resctrl",
+        &res,
+        "--interval",
+        "100ms",
+        "--duration",
+        "300ms",
+    ]);
+    let r = &v["result"];
+    assert_eq!(r["source"], "resctrl-mbm");
+    assert_eq!(r["outcome"]["status"], "ok");
+    let m = &r["outcome"];
+    let n = m["intervals"].as_array().unwrap().len();
+    assert!((2..=4).contains(&n), "{n} intervals");
+    let ch = m["total"]["channels"].as_array().unwrap();
+    assert_eq!(
+        (ch[0]["name"].as_str(), ch[1]["name"].as_str()),
+        (Some("L3 domain 0"), Some("L3 domain 1"))
+    );
+    assert_eq!(
+        m["total"]["system"]["total_bytes"], 0,
+        "the fixture's counts do not move"
+    );
+    assert!(
+        m["total"]["system"]["read_bytes"].is_null(),
+        "MBM does not split reads and writes"
+    );
+    let out = memfabric()
+        .args([
+            "monitor",
+            "--csv",
+            "--sysfs",
+            &sys,
+            "--resctrl",
+            &res,
+            "--interval",
+            "100ms",
+            "--duration",
+            "200ms",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let csv = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(
+        lines[0].starts_with("interval,start_s,duration_s,channel,socket,read_bytes"),
+        "{csv}"
+    );
+    assert!(
+        lines[1].starts_with("0,0.000,") && lines[1].contains(",L3 domain 0,,,,0,"),
+        "{csv}"
+    );
+    assert!(lines.iter().any(|l| l.contains(",system,")), "{csv}");
+}
+
+#[test]
+fn fixture_pmus_are_found_and_named() {
+    let sys = format!("{}/sys", fixture("intel-spr"));
+    let v = monitor_json(&[
+        "--sysfs",
+        &sys,
+        "--resctrl",
+        &fixture("no-such-resctrl"),
+        "--duration",
+        "100ms",
+    ]);
+    let c = &v["result"]["candidates"][0];
+    assert_eq!(
+        (c["name"].as_str(), c["available"].as_bool()),
+        (Some("intel-imc"), Some(true))
+    );
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .contains("uncore_imc_0, uncore_imc_1"),
+        "{c}"
+    );
+    // The fixture's PMU types do not exist on this machine: opening them fails,
+    // and the result says so.
+    if v["result"]["source"].is_null() {
+        let reason = v["result"]["outcome"]["reason"].as_str().unwrap();
+        assert!(reason.contains("intel-imc found but not usable"), "{reason}");
+    }
+}
+
+#[test]
+fn text_has_interval_lines_then_totals() {
+    let sys = format!("{}/sys", fixture("none"));
+    let res = format!("{}/resctrl", fixture("resctrl"));
+    let out = memfabric()
+        .args([
+            "monitor",
+            "--sysfs",
+            &sys,
+            "--resctrl",
+            &res,
+            "--interval",
+            "100ms",
+            "--duration",
+            "200ms",
+        ])
+        .args(["--", "true"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("s  system: total 0.00 GB/s"), "{text}");
+    assert!(text.contains("Memory traffic counters: resctrl-mbm"), "{text}");
+    assert!(text.contains("Command: true exited with status 0"), "{text}");
+    assert!(text.contains("L3 domain 1"), "{text}");
+}
