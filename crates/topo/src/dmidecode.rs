@@ -9,7 +9,7 @@
 //! speeds in "MHz" (meaning MT/s) and "Configured Clock Speed"; both
 //! spellings are read.
 
-use crate::smbios::{Dimm, MemoryDevices};
+use crate::smbios::{Dimm, MemoryDevices, TYPE_DETAIL_NAMES};
 
 /// Parses `dmidecode -t 17` (or full `dmidecode`) output; blocks of other
 /// types are skipped. Never panics; a block that is not understood is
@@ -121,24 +121,11 @@ fn parse_bits(v: &str) -> Option<u16> {
     v.strip_suffix(" bits")?.parse().ok().filter(|&b| b != 0)
 }
 
+/// The Type Detail names dmidecode printed ("Other" and "Unknown" say nothing).
 fn type_details(v: &str) -> Vec<String> {
-    const NAMES: [&str; 13] = [
-        "Fast-paged",
-        "Static Column",
-        "Pseudo-static",
-        "RAMBus",
-        "Synchronous",
-        "CMOS",
-        "EDO",
-        "Window DRAM",
-        "Cache DRAM",
-        "Non-Volatile",
-        "Registered (Buffered)",
-        "Unbuffered (Unregistered)",
-        "LRDIMM",
-    ];
-    NAMES
+    TYPE_DETAIL_NAMES
         .iter()
+        .filter(|n| !matches!(**n, "Other" | "Unknown"))
         .filter(|n| v.contains(*n))
         .map(|n| n.to_string())
         .collect()

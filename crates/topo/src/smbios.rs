@@ -295,28 +295,31 @@ pub fn form_factor_name(code: u8) -> Option<&'static str> {
     (!matches!(name, "Other" | "Unknown")).then_some(name)
 }
 
-/// Type Detail bit names (7.18.3), bits 1-15; bit 0 is reserved.
+/// Type Detail bit names (7.18.3), bits 1-15 in order; bit 0 is reserved. The
+/// dmidecode fallback reads the same names back from its text.
+pub(crate) const TYPE_DETAIL_NAMES: [&str; 15] = [
+    "Other",
+    "Unknown",
+    "Fast-paged",
+    "Static Column",
+    "Pseudo-static",
+    "RAMBus",
+    "Synchronous",
+    "CMOS",
+    "EDO",
+    "Window DRAM",
+    "Cache DRAM",
+    "Non-Volatile",
+    "Registered (Buffered)",
+    "Unbuffered (Unregistered)",
+    "LRDIMM",
+];
+
+/// The Type Detail bits set, by name, without "Other" and "Unknown".
 fn type_detail_names(bits: u16) -> Vec<String> {
-    const NAMES: [&str; 15] = [
-        "Other",
-        "Unknown",
-        "Fast-paged",
-        "Static Column",
-        "Pseudo-static",
-        "RAMBus",
-        "Synchronous",
-        "CMOS",
-        "EDO",
-        "Window DRAM",
-        "Cache DRAM",
-        "Non-Volatile",
-        "Registered (Buffered)",
-        "Unbuffered (Unregistered)",
-        "LRDIMM",
-    ];
     (1..16)
         .filter(|&bit| bits & (1 << bit) != 0)
-        .map(|bit| NAMES[bit - 1])
+        .map(|bit| TYPE_DETAIL_NAMES[bit - 1])
         .filter(|name| !matches!(*name, "Other" | "Unknown"))
         .map(String::from)
         .collect()
