@@ -113,16 +113,16 @@ impl Ctx {
         if let Some(sig) = memfabric_measure::sys::stop_signal() {
             return Err(Interrupted(sig).into());
         }
-        let document = self.document(f.command, f.topo, f.result)?;
+        // One environment for the document and the saved run: reading it measures the
+        // clock, which is not worth doing twice.
+        let envelope = self.envelope(f.command, f.topo, f.result);
+        let document = encode(&envelope)?;
         let mut saved = None;
         if let Some(to) = &self.save {
             let mut store = Store::open(&to.db)?;
-            let host = f
-                .topo
-                .map(|t| memfabric_measure::env::environment(t, Path::new("/sys")).hostname);
             let id = store.save(&NewRun {
                 started_unix_s: self.started_unix_s,
-                host: host.flatten(),
+                host: envelope.environment.as_ref().and_then(|e| e.hostname.clone()),
                 label: to.label.clone(),
                 command: f.command.into(),
                 tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -147,14 +147,19 @@ impl Ctx {
         print_all(&text)
     }
 
-    /// The JSON envelope of a result, as `--json` prints it.
+    /// The JSON document of a result, as `--json` prints it.
     pub fn document<T: Serialize>(
         &self,
         command: &str,
         topo: Option<&Topology>,
         result: T,
     ) -> Result<String> {
-        let envelope = Envelope {
+        encode(&self.envelope(command, topo, result))
+    }
+
+    /// The envelope every JSON document shares, around `result`.
+    fn envelope<T: Serialize>(&self, command: &str, topo: Option<&Topology>, result: T) -> Envelope<T> {
+        Envelope {
             schema_version: SCHEMA_VERSION,
             tool: Tool {
                 name: "memfabric".into(),
@@ -165,11 +170,15 @@ impl Ctx {
             started_unix_s: self.started_unix_s,
             environment: topo.map(|t| memfabric_measure::env::environment(t, Path::new("/sys"))),
             result,
-        };
-        let mut text = serde_json::to_string_pretty(&envelope).context("encoding JSON")?;
-        text.push('\n');
-        Ok(text)
+        }
     }
+}
+
+/// A JSON document as printed: pretty, ending in a newline.
+fn encode<T: Serialize>(envelope: &Envelope<T>) -> Result<String> {
+    let mut text = serde_json::to_string_pretty(envelope).context("encoding JSON")?;
+    text.push('\n');
+    Ok(text)
 }
 
 /// Prints a finished text in one write, unless a stop signal came: then results of
