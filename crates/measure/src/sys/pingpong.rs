@@ -5,7 +5,7 @@
 //! know how many round trips there will be, and a timing side that stops early (or
 //! unwinds) never leaves it spinning: [`Pinger`] stores STOP when dropped.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use memfabric_model::C2cMode;
 
@@ -20,9 +20,16 @@ const PONG: u64 = 1;
 /// within a fraction of a second, at the cost of one branch per 1024 round trips.
 const STOP_CHECK_EVERY: u64 = 1024;
 
+/// Spins of the answering side's wait between two looks at the stop flag.
+const STOP_FLAG_EVERY: u32 = 4096;
+
 /// A mapped page whose only use is as atomic words, so it may be shared by threads.
 pub struct LinePage {
     buf: Buffer,
+    /// Set with every STOP, outside the page: in ping-pong mode the answering side
+    /// may overwrite a STOP with its reply (it stores without looking), and then
+    /// finds the stop here while it waits for a handoff that never comes.
+    stopped: AtomicBool,
 }
 
 // SAFETY: after construction the page is reached only through `&AtomicU64` (see
@@ -32,7 +39,10 @@ unsafe impl Sync for LinePage {}
 impl LinePage {
     /// Takes a buffer that the caller has already placed (bound, touched, verified).
     pub fn new(buf: Buffer) -> LinePage {
-        LinePage { buf }
+        LinePage {
+            buf,
+            stopped: AtomicBool::new(false),
+        }
     }
 
     /// The word at `offset_bytes`, or None when it is not 8-byte aligned or not inside.
@@ -44,7 +54,10 @@ impl LinePage {
         // (the mapping is page-aligned, the offset a multiple of 8), lives as long as
         // `self`, and is only ever accessed atomically from here on.
         let word = unsafe { &*(self.buf.as_ptr().add(offset_bytes) as *const AtomicU64) };
-        Some(Line { word })
+        Some(Line {
+            word,
+            stopped: &self.stopped,
+        })
     }
 }
 
@@ -52,16 +65,19 @@ impl LinePage {
 #[derive(Clone, Copy)]
 pub struct Line<'a> {
     word: &'a AtomicU64,
+    stopped: &'a AtomicBool,
 }
 
 impl Line<'_> {
     /// Sets the line to its starting state; call before either side starts.
     pub fn reset(&self) {
+        self.stopped.store(false, Ordering::SeqCst);
         self.word.store(PING, Ordering::SeqCst);
     }
 
     /// Tells the answering side to return.
     pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
         self.word.store(STOP, Ordering::SeqCst);
     }
 
@@ -83,10 +99,16 @@ impl Line<'_> {
                 // Ping writes even values, pong the odd ones after them.
                 let mut expect = 0;
                 loop {
+                    let mut spins = 0u32;
                     let v = loop {
                         let v = self.word.load(Ordering::Acquire);
                         if v == expect || v == STOP {
                             break v;
+                        }
+                        // Only a wait far longer than a handoff looks at the flag.
+                        spins = spins.wrapping_add(1);
+                        if spins.is_multiple_of(STOP_FLAG_EVERY) && self.stopped.load(Ordering::SeqCst) {
+                            return;
                         }
                     };
                     if v == STOP {
@@ -193,8 +215,27 @@ mod tests {
                 assert!(ping.round_trips(3000, &|| false));
                 assert!(!ping.round_trips(10, &|| true), "a stop request is honoured");
             });
-            // Drop stored STOP, and serve returned: the scope joined.
-            assert_eq!(p.line(64).unwrap().word.load(Ordering::SeqCst), STOP);
+            // Drop stopped it, and serve returned: the scope joined.
+            assert!(p.stopped.load(Ordering::SeqCst));
         }
+    }
+
+    /// The answering side's reply overwrote the STOP (the race a drop right after a
+    /// handoff can lose): it still returns, from the flag.
+    #[test]
+    fn a_stop_overwritten_by_the_reply_still_stops() {
+        let p = page();
+        let line = p.line(0).unwrap();
+        line.reset();
+        std::thread::scope(|s| {
+            let server = s.spawn(|| line.serve(C2cMode::Pingpong));
+            while line.word.load(Ordering::SeqCst) != 1 {}
+            // As if the STOP landed just before the reply to handoff 2: the flag is
+            // set, the word holds the reply, and no handoff 4 ever comes.
+            line.stopped.store(true, Ordering::SeqCst);
+            line.word.store(2, Ordering::SeqCst);
+            server.join().unwrap();
+        });
+        assert_eq!(line.word.load(Ordering::SeqCst), 3, "the reply was made");
     }
 }
