@@ -12,7 +12,7 @@ mod monitor;
 mod pairs;
 mod theory;
 pub use history::{CompareArgs, ExportFormat, ReportArgs, RunRef, RunsAction, RunsArgs};
-pub use monitor::{MonitorArgs, MONITOR_HELP};
+pub use monitor::{DramArg, DramArgs, MonitorArgs, MONITOR_HELP};
 pub use pairs::{C2cArgs, C2cModeArg, SweepArgs, SweepThreadsArg, SweepWhat, C2C_HELP, SWEEP_HELP};
 pub use theory::{AuditArgs, MachineSource, TheoryArgs};
 
@@ -247,6 +247,8 @@ pub struct BandwidthArgs {
     /// Gbit/s per lane (with --links)
     #[arg(long, value_name = "GBPS", requires_all = ["links", "lanes"])]
     pub gbps: Option<f64>,
+    #[command(flatten)]
+    pub dram: DramArgs,
     #[command(flatten)]
     pub common: Common,
 }

@@ -6,9 +6,10 @@ use memfabric_model::{
     BandwidthCell, BandwidthMeasurement, BandwidthReport, HugePages, Mix, MixInfo, Outcome, Summary,
 };
 
+use crate::monitor::DramCounters;
 use crate::observer::{interrupted, Observer};
 use crate::sys::{run_pass, Isa, Op, Pass, BLOCK_ELEMENTS};
-use crate::team::{self, Arrays, Member};
+use crate::team::{self, Arrays, Edge, Member};
 
 /// The `s` of every kernel that takes one (STREAM's value).
 pub const SCALAR: f64 = 3.0;
@@ -42,7 +43,9 @@ pub struct BandwidthPlan {
     pub kernel: KernelOptions,
 }
 
-pub fn run(plan: &BandwidthPlan, obs: &dyn Observer) -> BandwidthReport {
+/// Measures every cell of the plan; with `dram`, each cell's timed samples are also
+/// counted by the memory controllers.
+pub fn run(plan: &BandwidthPlan, dram: Option<&DramCounters>, obs: &dyn Observer) -> BandwidthReport {
     obs.begin("bandwidth", plan.cells.len() as u64);
     let cells = plan
         .cells
@@ -56,7 +59,7 @@ pub fn run(plan: &BandwidthPlan, obs: &dyn Observer) -> BandwidthReport {
                     mem_node: spec.mem_node,
                 })
                 .collect();
-            let outcome = measure(spec.mix, &members, &plan.kernel, obs);
+            let outcome = measure(spec.mix, &members, &plan.kernel, dram, obs);
             obs.advance(&format!(
                 "{} node {} -> node {}, {} threads",
                 spec.mix,
@@ -85,6 +88,7 @@ pub fn run(plan: &BandwidthPlan, obs: &dyn Observer) -> BandwidthReport {
         thread_counts: plan.thread_counts.clone(),
         cells,
         firmware: None,
+        dram_counting: Default::default(),
     }
 }
 
@@ -110,18 +114,21 @@ pub fn measure(
     mix: Mix,
     members: &[Member],
     k: &KernelOptions,
+    dram: Option<&DramCounters>,
     obs: &dyn Observer,
 ) -> Outcome<BandwidthMeasurement> {
-    measure_passes(mix, members, k, 1, obs)
+    measure_passes(mix, members, k, 1, dram, obs)
 }
 
 /// As [`measure`], with `passes` passes over the arrays in each sample: arrays that
 /// fit in a cache take one pass in well under a microsecond, too short to time alone.
+/// With `dram`, the counters are read at the edges of the timed samples.
 pub fn measure_passes(
     mix: Mix,
     members: &[Member],
     k: &KernelOptions,
     passes: usize,
+    dram: Option<&DramCounters>,
     obs: &dyn Observer,
 ) -> Outcome<BandwidthMeasurement> {
     let passes = passes.max(1);
@@ -151,7 +158,14 @@ pub fn measure_passes(
         let checked = validate(mix, &a.slices(), rounds * passes)?;
         Ok((a.placement, checked))
     };
-    let results = team::run(members, k.samples + 1, obs, &setup, &round, &finish);
+    // Round 0 is the warm-up: the counters start after it.
+    let window = dram.map(|d| d.window(1));
+    let edge = |e: Edge| {
+        if let Some(w) = &window {
+            w.edge(e)
+        }
+    };
+    let results = team::run_with_edges(members, k.samples + 1, obs, &setup, &round, &finish, &edge);
     let mut placement = Vec::new();
     let mut times = Vec::new();
     let mut validated_elements = 0;
@@ -165,7 +179,11 @@ pub fn measure_passes(
             Err(reason) => return Outcome::Failed { reason },
         }
     }
-    let bytes_per_sample = members.len() as u64 * elements as u64 * mix.bytes_per_element() * passes as u64;
+    let per_array = members.len() as u64 * elements as u64 * 8 * passes as u64;
+    let bytes_per_sample = per_array * (mix.read_arrays() + mix.written_arrays());
+    debug_assert_eq!(bytes_per_sample, per_array / 8 * mix.bytes_per_element());
+    let dram =
+        window.and_then(|w| w.traffic(per_array * mix.read_arrays(), per_array * mix.written_arrays()));
     // Round 0 is the warm-up.
     let samples_gb_s: Vec<f64> = team::round_seconds(&times)
         .iter()
@@ -180,6 +198,7 @@ pub fn measure_passes(
             validated_elements,
             placement,
             noise: None,
+            dram,
         }),
         None => interrupted(),
     }

@@ -6,6 +6,7 @@
 use memfabric_model::{DomainBandwidth, DomainScalingReport, Mix, MixInfo};
 
 use crate::bandwidth::{self, KernelOptions};
+use crate::monitor::DramCounters;
 use crate::observer::Observer;
 use crate::team::Member;
 
@@ -24,12 +25,14 @@ pub struct DomainPlan {
     pub fclk_mhz: Option<f64>,
 }
 
-pub fn run(plan: &DomainPlan, obs: &dyn Observer) -> DomainScalingReport {
+/// Measures each domain alone, then the cumulative sets; with `dram`, each step's
+/// timed samples are also counted by the memory controllers.
+pub fn run(plan: &DomainPlan, dram: Option<&DramCounters>, obs: &dyn Observer) -> DomainScalingReport {
     let n = plan.domains.len();
     obs.begin("per-domain bandwidth", 2 * n as u64);
     let one = |set: &[&DomainSpec], label: String| {
         let members: Vec<Member> = set.iter().flat_map(|d| d.members.iter().copied()).collect();
-        let outcome = bandwidth::measure(plan.mix, &members, &plan.kernel, obs);
+        let outcome = bandwidth::measure(plan.mix, &members, &plan.kernel, dram, obs);
         obs.advance(&label);
         let bytes_per_fclk = match (&outcome, plan.fclk_mhz) {
             (memfabric_model::Outcome::Ok(m), Some(f)) => Some(m.bandwidth_gb_s.median * 1e3 / f),
@@ -64,5 +67,6 @@ pub fn run(plan: &DomainPlan, obs: &dyn Observer) -> DomainScalingReport {
         fclk_mhz: plan.fclk_mhz,
         alone,
         cumulative,
+        dram_counting: Default::default(),
     }
 }

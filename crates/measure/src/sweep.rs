@@ -126,11 +126,11 @@ fn bandwidth_point(
     let gb_s = pace_gb_s.or_else(|| {
         let probe = KernelOptions { samples: 1, ..k };
         let passes = (4 << 20) / bytes_per_pass.max(1) + 1;
-        let o = measure_passes(b.mix, &b.members, &probe, passes as usize, obs);
+        let o = measure_passes(b.mix, &b.members, &probe, passes as usize, None, obs);
         o.ok().map(|m| m.bandwidth_gb_s.median)
     });
     let passes = passes_for(bytes_per_pass, gb_s, plan.sample_time);
-    let outcome = measure_passes(b.mix, &b.members, &k, passes as usize, obs);
+    let outcome = measure_passes(b.mix, &b.members, &k, passes as usize, None, obs);
     if let Outcome::Ok(m) = &outcome {
         *pace_gb_s = Some(m.bandwidth_gb_s.median);
     }

@@ -70,6 +70,15 @@ impl Arrays {
     }
 }
 
+/// A point between rounds, seen by one thread while every other member waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edge {
+    /// Round `r` is about to start; every earlier round has ended on every member.
+    Before(usize),
+    /// No round follows: this many ran (fewer than asked when the team stopped).
+    End(usize),
+}
+
 /// Runs `rounds` lockstep rounds on every member. `setup` runs first on each member's
 /// own thread (pinned by it, normally through [`Arrays::new`]); `round` is timed;
 /// `finish` turns the state into the member's result once the rounds are over, with
@@ -82,6 +91,25 @@ pub fn run<S, V>(
     setup: &(dyn Fn(Member) -> Result<S, String> + Sync),
     round: &(dyn Fn(&mut S, usize) + Sync),
     finish: &(dyn Fn(S, usize) -> Result<V, String> + Sync),
+) -> Vec<MemberResult<V>>
+where
+    S: Send,
+    V: Send,
+{
+    run_with_edges(members, rounds, obs, setup, round, finish, &|_| {})
+}
+
+/// As [`run`], calling `edge` at every edge between rounds, while no member runs:
+/// before each round and once after the last. Counters read there span whole
+/// rounds and nothing of setup or `finish`.
+pub fn run_with_edges<S, V>(
+    members: &[Member],
+    rounds: usize,
+    obs: &dyn Observer,
+    setup: &(dyn Fn(Member) -> Result<S, String> + Sync),
+    round: &(dyn Fn(&mut S, usize) + Sync),
+    finish: &(dyn Fn(S, usize) -> Result<V, String> + Sync),
+    edge: &(dyn Fn(Edge) + Sync),
 ) -> Vec<MemberResult<V>>
 where
     S: Send,
@@ -100,10 +128,15 @@ where
             failed.store(true, Ordering::SeqCst);
         }
         let mut times = Vec::with_capacity(rounds);
-        for r in 0..rounds {
+        for r in 0..=rounds {
             // The leader decides, between two barriers, whether all go on.
-            if ready.wait().is_leader() && (obs.cancelled() || failed.load(Ordering::SeqCst)) {
-                stop.store(true, Ordering::SeqCst);
+            if ready.wait().is_leader() {
+                if r == rounds || obs.cancelled() || failed.load(Ordering::SeqCst) {
+                    stop.store(true, Ordering::SeqCst);
+                    edge(Edge::End(r));
+                } else {
+                    edge(Edge::Before(r));
+                }
             }
             go.wait();
             if stop.load(Ordering::SeqCst) {

@@ -91,6 +91,19 @@ fn bandwidth(
 ) {
     if let Outcome::Ok(m) = o {
         out.push(Figure::of(measurement, dims, "bandwidth_gb_s", &m.bandwidth_gb_s));
+        // Counted DRAM traffic over programmed bytes, one value over all samples.
+        if let Some(ratio) = m.dram.as_ref().and_then(|d| d.ratio) {
+            out.push(Figure {
+                measurement: measurement.into(),
+                dims: dims.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+                metric: "dram_traffic_ratio".into(),
+                value: ratio,
+                min: None,
+                max: None,
+                cv: None,
+                samples: 1,
+            });
+        }
     }
 }
 

@@ -17,7 +17,10 @@ pub mod units;
 pub use c2c::*;
 pub use figures::{Figure, Figures};
 pub use mix::{Mix, UnknownMix};
-pub use monitor::{CommandRun, MonitorInterval, MonitorMeasurement, MonitorReport, SourceStatus, Traffic};
+pub use monitor::{
+    CommandRun, DramCounting, DramTraffic, MonitorInterval, MonitorMeasurement, MonitorReport, SourceStatus,
+    Traffic,
+};
 pub use results::*;
 pub use stats::Summary;
 pub use sweep::{

@@ -114,3 +114,55 @@ impl Traffic {
         self.total_gb_s = gb_s(self.total_bytes);
     }
 }
+
+/// Memory traffic the controllers' counters saw over a measurement's timed rounds,
+/// beside the bytes the program counted over the same rounds. The counters see the
+/// whole machine: write-allocate reads, prefetches, page walks and anything else
+/// running show up as a ratio above 1; streaming stores that skip the read show as a
+/// read ratio near the program's own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DramTraffic {
+    /// The counter source, as `monitor` names it.
+    pub source: String,
+    /// Timed rounds the counters spanned (the warm-up is not counted).
+    pub rounds: usize,
+    /// Seconds from the counters' first reading to their last.
+    pub window_s: f64,
+    /// What the counters saw, per socket and for the system.
+    pub sockets: Vec<Traffic>,
+    pub system: Traffic,
+    /// Bytes the program read and wrote over the same rounds, as its mix counts them.
+    pub program_read_bytes: u64,
+    pub program_write_bytes: u64,
+    /// Counted over programmed bytes, all traffic together.
+    pub ratio: Option<f64>,
+    /// The same for reads and for writes, where the source tells them apart.
+    pub read_ratio: Option<f64>,
+    pub write_ratio: Option<f64>,
+}
+
+impl DramTraffic {
+    /// Sets the ratios from the counted and programmed bytes.
+    pub fn with_ratios(mut self) -> DramTraffic {
+        let ratio = |counted: Option<u64>, program: u64| match counted {
+            Some(c) if program > 0 => Some(c as f64 / program as f64),
+            _ => None,
+        };
+        self.ratio = ratio(
+            Some(self.system.total_bytes),
+            self.program_read_bytes + self.program_write_bytes,
+        );
+        self.read_ratio = ratio(self.system.read_bytes, self.program_read_bytes);
+        self.write_ratio = ratio(self.system.write_bytes, self.program_write_bytes);
+        self
+    }
+}
+
+/// Whether a measurement's DRAM traffic was counted, and with what.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DramCounting {
+    /// The counter source used; none where no source is available or it was off.
+    pub source: Option<String>,
+    /// Why this source, or why none (what is missing and how to enable it).
+    pub reason: String,
+}

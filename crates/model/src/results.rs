@@ -195,6 +195,9 @@ pub struct BandwidthReport {
     /// firmware publishes nothing for these cells.
     #[serde(default)]
     pub firmware: Option<crate::theory::FirmwareComparison>,
+    /// Whether the cells' DRAM traffic was counted by the memory controllers.
+    #[serde(default)]
+    pub dram_counting: crate::DramCounting,
 }
 
 /// One access mix and how its bytes are counted.
@@ -250,6 +253,10 @@ pub struct BandwidthMeasurement {
     pub placement: Vec<Placement>,
     /// Set when the samples spread more than the noise threshold allows.
     pub noise: Option<Noise>,
+    /// Memory-controller traffic over the timed samples, where a counter source is
+    /// available (see `memfabric monitor`).
+    #[serde(default)]
+    pub dram: Option<crate::DramTraffic>,
 }
 
 /// How much bandwidth each L3 domain draws alone, and how the total grows as domains
@@ -266,6 +273,9 @@ pub struct DomainScalingReport {
     pub alone: Vec<DomainBandwidth>,
     /// Domains 1, 1+2, 1+2+3, ... measured together.
     pub cumulative: Vec<DomainBandwidth>,
+    /// Whether the steps' DRAM traffic was counted by the memory controllers.
+    #[serde(default)]
+    pub dram_counting: crate::DramCounting,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -228,10 +228,51 @@ fn bandwidth(r: &BandwidthReport) -> String {
         s += "</tr>";
     }
     s += "</table>";
+    s += &dram(r);
     for m in &r.mixes {
         s += &format!("<p class=\"meta\">{}: {}</p>", m.mix, esc(&m.byte_counting));
     }
     s
+}
+
+/// The memory controllers' count of each cell's traffic beside the program's bytes,
+/// or why there is none.
+fn dram(r: &BandwidthReport) -> String {
+    let Some(source) = &r.dram_counting.source else {
+        if r.dram_counting.reason.is_empty() {
+            return String::new();
+        }
+        let reason = &r.dram_counting.reason;
+        let reason = reason.strip_prefix("not counted: ").unwrap_or(reason);
+        return format!("<p class=\"meta\">DRAM traffic not counted: {}</p>", esc(reason));
+    };
+    let gb = |b: Option<u64>| b.map_or("-".to_string(), |b| format!("{:.2}", b as f64 * 1e-9));
+    let ratio = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+    let mut s = format!(
+        "<p>DRAM traffic over the timed samples, counted by {} (the whole machine's); ratio = counted / program bytes.</p>",
+        esc(source)
+    );
+    s += "<table><tr><th class=\"l\">mix</th><th>threads</th><th>CPU node</th><th>memory node</th><th>read GB</th><th>write GB</th><th>total GB</th><th>program GB</th><th>ratio</th><th>read ratio</th><th>write ratio</th></tr>";
+    for c in &r.cells {
+        let Some(d) = c.outcome.ok().and_then(|m| m.dram.as_ref()) else {
+            continue;
+        };
+        s += &format!(
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            c.mix,
+            c.cpus.len(),
+            c.cpu_node,
+            c.mem_node,
+            gb(d.system.read_bytes),
+            gb(d.system.write_bytes),
+            gb(Some(d.system.total_bytes)),
+            gb(Some(d.program_read_bytes + d.program_write_bytes)),
+            ratio(d.ratio),
+            ratio(d.read_ratio),
+            ratio(d.write_ratio)
+        );
+    }
+    s + "</table>"
 }
 
 fn loaded(r: &LoadedLatencyReport) -> String {

@@ -169,3 +169,29 @@ fn line_chart_svg() {
     assert!(svg.contains("L1") && svg.contains("stroke-dasharray"));
     insta::assert_snapshot!(svg);
 }
+
+#[test]
+fn dram_traffic_table_where_counted_and_the_reason_where_not() {
+    let mut doc = run_doc();
+    let traffic = json!({"source": "intel-imc", "rounds": 3, "window_s": 0.5, "sockets": [],
+        "system": {"name": "system", "socket": null, "read_bytes": 2048, "write_bytes": 0, "total_bytes": 2048,
+                   "read_gb_s": 4.1e-6, "write_gb_s": 0.0, "total_gb_s": 4.1e-6},
+        "program_read_bytes": 3072, "program_write_bytes": 0, "ratio": 0.6667, "read_ratio": 0.6667, "write_ratio": null});
+    let bw = &mut doc["result"]["bandwidth"];
+    bw["cells"][0]["outcome"]["dram"] = traffic;
+    bw["dram_counting"] = json!({"source": "intel-imc", "reason": "intel-imc: the first available <of 6>"});
+    let html = render_run(&info(7, "DDR5-4800"), &doc);
+    assert_offline(&html);
+    assert!(html.contains("counted by intel-imc"), "the table's title");
+    assert!(
+        html.contains("<td>0.67</td><td>0.67</td><td>-</td>"),
+        "ratios of the counted cell"
+    );
+    let bw = &mut doc["result"]["bandwidth"];
+    bw["dram_counting"] =
+        json!({"source": null, "reason": "no memory-traffic counters: resctrl <not mounted>"});
+    let html = render_run(&info(7, "DDR5-4800"), &doc);
+    assert!(
+        html.contains("DRAM traffic not counted: no memory-traffic counters: resctrl &lt;not mounted&gt;")
+    );
+}

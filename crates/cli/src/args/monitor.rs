@@ -93,3 +93,25 @@ mod tests {
         assert!(parse_duration("0s").is_err() && parse_duration("fast").is_err());
     }
 }
+
+/// Whether `bandwidth` counts each measurement's DRAM traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DramArg {
+    /// When a counter source is available (as `monitor` finds them)
+    Auto,
+    Off,
+}
+
+/// Counting DRAM traffic beside a bandwidth measurement.
+#[derive(Debug, Clone, Args)]
+pub struct DramArgs {
+    /// Count each cell's DRAM traffic over its timed samples with the memory controllers' counters, and give its ratio to the bytes the program moved (write-allocate reads and prefetches show above 1)
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = DramArg::Auto)]
+    pub dram_counters: DramArg,
+    /// Look for counters under this directory instead of /sys (a saved tree)
+    #[arg(long, value_name = "DIR", default_value = "/sys")]
+    pub counters_sysfs: PathBuf,
+    /// The resctrl mount to look for MBM counters in
+    #[arg(long, value_name = "DIR", default_value = "/sys/fs/resctrl")]
+    pub counters_resctrl: PathBuf,
+}

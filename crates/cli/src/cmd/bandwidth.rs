@@ -1,16 +1,20 @@
 //! `memfabric bandwidth`: access mixes per CPU node x memory node, per thread count,
 //! or per L3 domain.
 
+use std::path::Path;
+
 use anyhow::Result;
+use memfabric_measure::monitor::DramCounters;
 use memfabric_measure::plan::{bandwidth_plan, domain_plan, BandwidthOptions, DomainOptions};
 use memfabric_measure::{bandwidth, domains, noise};
 use memfabric_model::{
-    format_size, BandwidthCell, BandwidthReport, DomainBandwidth, DomainScalingReport, MixInfo,
+    format_size, BandwidthCell, BandwidthReport, DomainBandwidth, DomainScalingReport, DramCounting,
+    DramTraffic, MixInfo,
 };
 use memfabric_topo::{format_cpulist, Topology};
 
 use super::common::{self, cell_text};
-use crate::args::BandwidthArgs;
+use crate::args::{BandwidthArgs, DramArg, DramArgs};
 use crate::output::{this_machine, Ctx, Status, Usage};
 use crate::table::Table;
 
@@ -43,7 +47,9 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<Bandwidt
         bandwidth_plan(&machine, &common::selection(&a.select, None), &options).map_err(common::usage)?;
     let threshold = common::threshold(a.common.cv_threshold)?;
     let links = super::efficiency::links(a)?;
-    let mut report = bandwidth::run(&plan, &ctx.progress);
+    let (counters, counting) = dram_counters(&a.dram);
+    let mut report = bandwidth::run(&plan, counters.as_ref(), &ctx.progress);
+    report.dram_counting = finish_counting(counting, counters.as_ref());
     noise::annotate_bandwidth(&mut report, topo, &noise::Conditions::read(), threshold);
     super::efficiency::annotate(&mut report, topo, links.as_ref());
     report.firmware = memfabric_measure::firmware::compare_bandwidth(&report, topo);
@@ -71,10 +77,36 @@ fn measure_domains(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<Doma
     };
     let plan = domain_plan(&machine, &common::selection(&a.select, None), &options).map_err(common::usage)?;
     let threshold = common::threshold(a.common.cv_threshold)?;
-    let mut report = domains::run(&plan, &ctx.progress);
+    let (counters, counting) = dram_counters(&a.dram);
+    let mut report = domains::run(&plan, counters.as_ref(), &ctx.progress);
+    report.dram_counting = finish_counting(counting, counters.as_ref());
     noise::annotate_domains(&mut report, topo, &noise::Conditions::read(), threshold);
     super::efficiency::annotate_domains(&mut report, topo);
     Ok(report)
+}
+
+/// The counter source for DRAM traffic, as --dram-counters asks, and what the
+/// result says about it.
+fn dram_counters(a: &DramArgs) -> (Option<DramCounters>, DramCounting) {
+    match a.dram_counters {
+        DramArg::Off => (
+            None,
+            DramCounting {
+                source: None,
+                reason: "not counted: --dram-counters off".into(),
+            },
+        ),
+        DramArg::Auto => DramCounters::find(&a.counters_sysfs, &a.counters_resctrl, Path::new("/proc")),
+    }
+}
+
+/// Adds why counting failed during the measurements, where it did.
+fn finish_counting(mut counting: DramCounting, counters: Option<&DramCounters>) -> DramCounting {
+    let failures = counters.map(DramCounters::failures).unwrap_or_default();
+    if !failures.is_empty() {
+        counting.reason += &format!("; counting failed: {}", failures.join("; "));
+    }
+    counting
 }
 
 fn cell_label(c: &BandwidthCell) -> String {
@@ -123,6 +155,12 @@ pub fn render(r: &BandwidthReport) -> String {
         r.cells
             .iter()
             .map(|c| (cell_label(c), c.outcome.ok().and_then(|m| m.noise.as_ref()))),
+    );
+    out += &render_dram(
+        &r.dram_counting,
+        r.cells
+            .iter()
+            .map(|c| (cell_label(c), c.outcome.ok().and_then(|m| m.dram.as_ref()))),
     );
     out += &byte_counting(&r.mixes);
     out
@@ -292,7 +330,68 @@ pub fn render_domains(r: &DomainScalingReport, topo: &Topology) -> String {
             .iter()
             .map(|(l, d)| (l.clone(), d.outcome.ok().and_then(|m| m.noise.as_ref()))),
     );
+    out += &render_dram(
+        &r.dram_counting,
+        steps
+            .iter()
+            .map(|(l, d)| (l.clone(), d.outcome.ok().and_then(|m| m.dram.as_ref()))),
+    );
     out += &byte_counting(std::slice::from_ref(&r.mix));
+    out
+}
+
+/// The DRAM traffic the counters saw in each measurement beside the program's
+/// bytes, or one line on why it was not counted.
+fn render_dram<'a>(
+    counting: &DramCounting,
+    rows: impl Iterator<Item = (String, Option<&'a DramTraffic>)>,
+) -> String {
+    let Some(source) = &counting.source else {
+        return match counting.reason.starts_with("no memory-traffic counters") {
+            _ if counting.reason.is_empty() => String::new(),
+            true => "DRAM traffic not counted: no memory-controller counters here \
+                     (`memfabric monitor` says what is missing and how to enable it)\n"
+                .into(),
+            false => format!("DRAM traffic {}\n", counting.reason),
+        };
+    };
+    let gb = |b: Option<u64>| b.map_or("-".into(), |b| format!("{:.2}", b as f64 * 1e-9));
+    let ratio = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.2}"));
+    let mut t = Table::new(&[
+        "<measurement",
+        "read GB",
+        "write GB",
+        "total GB",
+        "program GB",
+        "ratio",
+        "read ratio",
+        "write ratio",
+        "GB/s",
+    ]);
+    for (label, d) in rows {
+        let Some(d) = d else {
+            t.row(vec![label, "not counted".into()]);
+            continue;
+        };
+        t.row(vec![
+            label,
+            gb(d.system.read_bytes),
+            gb(d.system.write_bytes),
+            gb(Some(d.system.total_bytes)),
+            gb(Some(d.program_read_bytes + d.program_write_bytes)),
+            ratio(d.ratio),
+            ratio(d.read_ratio),
+            ratio(d.write_ratio),
+            format!("{:.2}", d.system.total_gb_s),
+        ]);
+    }
+    let mut out = format!(
+        "\nDRAM traffic over the timed samples, counted by {source} (the whole machine's; ratio = counted / program bytes):\n"
+    );
+    out += &t.render();
+    if counting.reason.contains("counting failed") {
+        out += &format!("{}\n", counting.reason);
+    }
     out
 }
 
@@ -345,6 +444,7 @@ mod tests {
             validated_elements: checked,
             placement: cpus.iter().map(|&c| placement(node, c)).collect(),
             noise: None,
+            dram: None,
         })
     }
 
@@ -382,8 +482,78 @@ mod tests {
             thread_counts: vec![1, 2],
             cells,
             firmware: None,
+            dram_counting: Default::default(),
         };
         insta::assert_snapshot!(render(&r));
+    }
+
+    /// Copy's regular stores read each destination line before writing it; copy-nt's
+    /// streaming stores do not: the counters show it as a read ratio of 2 against 1.
+    #[test]
+    fn dram_traffic_beside_the_programs_bytes() {
+        let gib = 1u64 << 30;
+        let traffic = |read: u64, write: u64| {
+            let mut system = memfabric_model::Traffic::empty("system", None);
+            system.read_bytes = Some(read);
+            system.write_bytes = Some(write);
+            system.total_bytes = read + write;
+            system.rate(1.0);
+            DramTraffic {
+                source: "intel-imc".into(),
+                rounds: 4,
+                window_s: 1.0,
+                sockets: Vec::new(),
+                system,
+                program_read_bytes: 4 * gib,
+                program_write_bytes: 4 * gib,
+                ratio: None,
+                read_ratio: None,
+                write_ratio: None,
+            }
+            .with_ratios()
+        };
+        let cell = |mix, dram: Option<DramTraffic>| {
+            let mut outcome = measured(&[20.0, 20.5, 19.5], &[0, 1], 0, 2048);
+            if let Outcome::Ok(m) = &mut outcome {
+                m.dram = dram;
+            }
+            BandwidthCell {
+                mix,
+                cpu_node: 0,
+                mem_node: 0,
+                cpus: vec![0, 1],
+                outcome,
+                efficiency: None,
+            }
+        };
+        let mut r = BandwidthReport {
+            kernel: "avx2".into(),
+            huge_pages: HugePages::Off,
+            array_bytes_per_thread: 64 << 20,
+            mixes: vec![MixInfo::of(Mix::Copy), MixInfo::of(Mix::CopyNt)],
+            cpu_nodes: vec![0],
+            mem_nodes: vec![0],
+            thread_counts: Vec::new(),
+            cells: vec![
+                cell(Mix::Copy, Some(traffic(8 * gib + gib / 10, 4 * gib))),
+                cell(Mix::CopyNt, None),
+            ],
+            firmware: None,
+            dram_counting: DramCounting {
+                source: Some("intel-imc".into()),
+                reason: "intel-imc: the first available".into(),
+            },
+        };
+        let counted = render(&r);
+        assert!(counted.contains("2.02"), "copy's read ratio: {counted}");
+        insta::assert_snapshot!(counted);
+        r.dram_counting = DramCounting {
+            source: None,
+            reason: "no memory-traffic counters: no memory-controller PMU".into(),
+        };
+        let none = render(&r);
+        assert!(none.contains("DRAM traffic not counted: no memory-controller counters here"));
+        assert!(!none.contains("program GB"));
     }
 
     #[test]
@@ -414,6 +584,7 @@ mod tests {
             thread_counts: Vec::new(),
             cells,
             firmware: None,
+            dram_counting: Default::default(),
         };
         insta::assert_snapshot!(render(&r));
     }
@@ -452,6 +623,7 @@ mod tests {
                 step(vec![0, 1], 36.0),
                 step(vec![0, 1, 2], 55.0),
             ],
+            dram_counting: Default::default(),
         };
         insta::assert_snapshot!(render_domains(&r, &topo));
     }

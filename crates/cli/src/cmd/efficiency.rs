@@ -218,6 +218,7 @@ mod tests {
                         validated_elements: 0,
                         placement: Vec::new(),
                         noise: None,
+                        dram: None,
                     }),
                     efficiency: None,
                 });
@@ -233,6 +234,7 @@ mod tests {
             thread_counts: Vec::new(),
             cells,
             firmware: None,
+            dram_counting: Default::default(),
         };
         let Outcome::Ok(peak) = theory::smbios_peak(&topo.memory_devices) else {
             panic!()

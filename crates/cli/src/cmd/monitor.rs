@@ -38,7 +38,7 @@ pub fn run(ctx: &Ctx, a: &MonitorArgs) -> Result<Status> {
         }
     };
     let candidates = monitor::discover(&a.sysfs, &a.resctrl);
-    let (chosen, tried) = open_first(&candidates);
+    let (chosen, tried) = monitor::open_first(&candidates);
     // The first reading was just taken: intervals and the command's time start here.
     let started = Instant::now();
     let mut child = match a.command.split_first() {
@@ -63,12 +63,7 @@ pub fn run(ctx: &Ctx, a: &MonitorArgs) -> Result<Status> {
     }
     let (source, source_reason, outcome) = match chosen {
         Some((c, mut live, m)) => {
-            let why = format!(
-                "{}: the first available of {} ({})",
-                c.name,
-                candidates.iter().map(|c| c.name).collect::<Vec<_>>().join(", "),
-                c.detail
-            );
+            let why = monitor::chosen_because(c, &candidates);
             let measured = sample(a, mode, &mut live, m, child.as_mut(), started);
             (Some(c.name.to_string()), why, Outcome::Ok(measured?))
         }
@@ -128,22 +123,6 @@ pub fn run(ctx: &Ctx, a: &MonitorArgs) -> Result<Status> {
         },
     })?;
     Ok(Status::Ok)
-}
-
-/// The first source whose counters open; the failures of those tried before it.
-fn open_first(candidates: &[Candidate]) -> (Option<(&Candidate, Live, Monitor)>, Vec<String>) {
-    let mut tried = Vec::new();
-    for c in candidates.iter().filter(|c| !c.specs.is_empty()) {
-        let mut live = Live::default();
-        match Monitor::start(c.specs.clone(), &mut live) {
-            Ok(m) => return (Some((c, live, m)), tried),
-            Err(e) => {
-                live.close();
-                tried.push(format!("{} found but not usable: {e}", c.name));
-            }
-        }
-    }
-    (None, tried)
 }
 
 fn missing(candidates: &[Candidate], a: &MonitorArgs) -> Vec<String> {

@@ -354,6 +354,7 @@ mod tests {
             validated_elements: 0,
             placement: vec![placement()],
             noise: None,
+            dram: None,
         };
         SweepPoint {
             size_bytes: size,

@@ -235,3 +235,116 @@ fn bandwidth_bad_input_exits_2() {
         assert!(out.get_output().stdout.is_empty(), "{args:?} printed to stdout");
     }
 }
+
+fn counters(name: &str) -> String {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/event_source");
+    format!("{root}/{name}")
+}
+
+#[test]
+fn dram_traffic_is_counted_where_a_source_is_and_explained_where_not() {
+    let _turn = measuring();
+    let none_sys = format!("{}/sys", counters("none"));
+    let mbm = format!("{}/resctrl", counters("resctrl"));
+    let base = [
+        "bandwidth",
+        "--mix",
+        "read,copy",
+        "--size",
+        "4M",
+        "--samples",
+        "2",
+    ];
+    let with = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        json_of(&args)
+    };
+    // resctrl MBM from a fixture mount: every cell carries its window's traffic.
+    let v = with(&["--counters-sysfs", &none_sys, "--counters-resctrl", &mbm]);
+    let r = &v["result"];
+    assert_eq!(
+        r["dram_counting"]["source"], "resctrl-mbm",
+        "{}",
+        r["dram_counting"]
+    );
+    for cell in r["cells"].as_array().unwrap() {
+        let o = &cell["outcome"];
+        let d = &o["dram"];
+        assert_eq!(
+            (d["source"].as_str(), d["rounds"].as_u64()),
+            (Some("resctrl-mbm"), Some(2))
+        );
+        let program = d["program_read_bytes"].as_u64().unwrap() + d["program_write_bytes"].as_u64().unwrap();
+        assert_eq!(
+            program,
+            2 * o["bytes_per_sample"].as_u64().unwrap(),
+            "{}",
+            cell_mix(cell)
+        );
+        // The fixture's counts do not move; MBM does not split reads and writes.
+        assert_eq!(
+            (d["system"]["total_bytes"].as_u64(), d["ratio"].as_f64()),
+            (Some(0), Some(0.0))
+        );
+        assert!(d["read_ratio"].is_null() && d["system"]["read_bytes"].is_null());
+    }
+    let text = memfabric()
+        .args(base)
+        .args(["--counters-sysfs", &none_sys, "--counters-resctrl", &mbm])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("counted by resctrl-mbm"), "{text}");
+    assert!(text.contains("program GB"), "{text}");
+    // No source: nothing attached, and the reason says what is missing.
+    let v = with(&[
+        "--counters-sysfs",
+        &none_sys,
+        "--counters-resctrl",
+        "/no/such/resctrl",
+    ]);
+    let r = &v["result"];
+    assert!(r["dram_counting"]["source"].is_null());
+    let why = r["dram_counting"]["reason"].as_str().unwrap();
+    assert!(
+        why.starts_with("no memory-traffic counters") && why.contains("mount -t resctrl"),
+        "{why}"
+    );
+    assert!(r["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["outcome"]["dram"].is_null()));
+    // Off: not even looked for.
+    let v = with(&["--dram-counters", "off", "--counters-resctrl", &mbm]);
+    assert_eq!(
+        v["result"]["dram_counting"]["reason"],
+        "not counted: --dram-counters off"
+    );
+    assert!(v["result"]["cells"][0]["outcome"]["dram"].is_null());
+}
+
+#[test]
+fn per_domain_steps_carry_dram_traffic_too() {
+    let _turn = measuring();
+    let none_sys = format!("{}/sys", counters("none"));
+    let mbm = format!("{}/resctrl", counters("resctrl"));
+    let v = json_of(&[
+        "bandwidth",
+        "--per-domain",
+        "--size",
+        "4M",
+        "--samples",
+        "2",
+        "--counters-sysfs",
+        &none_sys,
+        "--counters-resctrl",
+        &mbm,
+    ]);
+    let r = &v["result"];
+    assert_eq!(r["dram_counting"]["source"], "resctrl-mbm");
+    assert_eq!(r["alone"][0]["outcome"]["dram"]["rounds"], 2);
+}

@@ -3,6 +3,7 @@
 //! MBM files. Discovery reads an injectable sysfs root and resctrl root; the
 //! arithmetic is pure and runs on recorded counts as well as live ones.
 
+pub mod dram;
 pub mod pmu;
 pub mod sample;
 
@@ -12,6 +13,7 @@ use std::path::{Path, PathBuf};
 use memfabric_model::SourceStatus;
 use thiserror::Error;
 
+pub use dram::{chosen_because, open_first, DramCounters, Window};
 pub use pmu::{encode, parse_format, read_pmus, Pmu};
 pub use sample::{delta, interval, CounterSource, Live, Monitor, Replay};
 

@@ -132,7 +132,12 @@ pub fn interval(
     let mut channels: Vec<Traffic> = Vec::new();
     for (s, &d) in specs.iter().zip(deltas) {
         let bytes = (d as f64 * s.bytes_per_count).round() as u64;
-        let pos = match channels.iter().position(|c| c.name == s.channel) {
+        // One PMU may serve a channel on every socket (Intel's uncore_imc_0 counts
+        // on one CPU per socket): a channel is its name and its socket.
+        let pos = match channels
+            .iter()
+            .position(|c| c.name == s.channel && c.socket == s.socket)
+        {
             Some(p) => p,
             None => {
                 channels.push(Traffic::empty(&s.channel, s.socket));

@@ -257,3 +257,22 @@ proptest! {
         prop_assert_eq!(t.total.system.total_bytes, want);
     }
 }
+
+#[test]
+fn one_pmu_on_two_sockets_is_two_channels() {
+    let c = found("intel-spr");
+    let b = best(&c);
+    let i = interval(&b.specs, &vec![1; b.specs.len()], 0, 0.0, 1.0);
+    assert_eq!(i.channels.len(), 8, "4 IMCs on each of 2 sockets");
+    let imc0: Vec<_> = i.channels.iter().filter(|c| c.name == "uncore_imc_0").collect();
+    assert_eq!(
+        imc0.iter()
+            .map(|c| (c.socket, c.read_bytes, c.write_bytes))
+            .collect::<Vec<_>>(),
+        vec![(Some(0), Some(64), Some(64)), (Some(1), Some(64), Some(64))]
+    );
+    assert_eq!(
+        i.sockets.iter().map(|s| s.total_bytes).collect::<Vec<_>>(),
+        vec![512, 512]
+    );
+}

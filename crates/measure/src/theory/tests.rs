@@ -243,6 +243,7 @@ fn efficiency_of_cells() {
             validated_elements: 0,
             placement: Vec::new(),
             noise: None,
+            dram: None,
         }),
         efficiency: None,
     };
@@ -256,6 +257,7 @@ fn efficiency_of_cells() {
         thread_counts: Vec::new(),
         cells: vec![cell(0, 0, 76.8), cell(0, 2, 38.4)],
         firmware: None,
+        dram_counting: Default::default(),
     };
     annotate_bandwidth(&mut r, &topo, &m, None);
     let e = r.cells[0].efficiency.as_ref().unwrap();
