@@ -591,6 +591,11 @@ def _(r):
     # --matrix --size 8M --samples 3, default mix (read), every CPU of each node
     res = envelope(r, "bandwidth")
     check_bandwidth_report(r, res, ["read"], [], True, 8 * MiB, 3)
+    # no memory-controller counters in the guest: nothing attached, and why
+    counting = res["dram_counting"]
+    expect(counting["source"] is None, f"no DRAM counter source in the guest: {counting!r}")
+    expect(counting["reason"].startswith("no memory-traffic counters: "), f"reason: {counting['reason']!r}")
+    expect(all(c["outcome"].get("dram") is None for c in res["cells"]), "no cell carries DRAM traffic")
 
 
 @command_check("bandwidth-mix-all")
