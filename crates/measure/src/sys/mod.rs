@@ -1,6 +1,7 @@
 //! Every `unsafe` block and system call of memfabric lives under this module.
 //! Callers above it get safe, checked wrappers.
 
+pub mod flush;
 mod kernels;
 mod mem;
 mod perf;
