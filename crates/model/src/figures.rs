@@ -31,7 +31,21 @@ pub struct Figure {
 }
 
 impl Figure {
-    fn of(measurement: &str, dims: &[(&str, String)], metric: &str, s: &Summary) -> Figure {
+    /// One value that is not a summary of samples.
+    pub(crate) fn single(measurement: &str, dims: &[(&str, String)], metric: &str, value: f64) -> Figure {
+        Figure {
+            measurement: measurement.into(),
+            dims: dims.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            metric: metric.into(),
+            value,
+            min: None,
+            max: None,
+            cv: None,
+            samples: 1,
+        }
+    }
+
+    pub(crate) fn of(measurement: &str, dims: &[(&str, String)], metric: &str, s: &Summary) -> Figure {
         Figure {
             measurement: measurement.into(),
             dims: dims.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
@@ -93,16 +107,7 @@ fn bandwidth(
         out.push(Figure::of(measurement, dims, "bandwidth_gb_s", &m.bandwidth_gb_s));
         // Counted DRAM traffic over programmed bytes, one value over all samples.
         if let Some(ratio) = m.dram.as_ref().and_then(|d| d.ratio) {
-            out.push(Figure {
-                measurement: measurement.into(),
-                dims: dims.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-                metric: "dram_traffic_ratio".into(),
-                value: ratio,
-                min: None,
-                max: None,
-                cv: None,
-                samples: 1,
-            });
+            out.push(Figure::single(measurement, dims, "dram_traffic_ratio", ratio));
         }
     }
 }
@@ -197,16 +202,12 @@ impl Figures for LoadedLatencyReport {
             let dims = [("mix", mix.clone()), ("step", step)];
             latency(&mut out, "loaded-latency", &dims, &s.latency);
             if s.latency.ok().is_some() {
-                out.push(Figure {
-                    measurement: "loaded-latency".into(),
-                    dims: dims.iter().map(|(a, b)| (a.to_string(), b.clone())).collect(),
-                    metric: "load_bandwidth_gb_s".into(),
-                    value: s.load_bandwidth_gb_s,
-                    min: None,
-                    max: None,
-                    cv: None,
-                    samples: 1,
-                });
+                out.push(Figure::single(
+                    "loaded-latency",
+                    &dims,
+                    "load_bandwidth_gb_s",
+                    s.load_bandwidth_gb_s,
+                ));
             }
         }
         out

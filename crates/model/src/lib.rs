@@ -5,6 +5,8 @@
 
 pub mod c2c;
 pub mod figures;
+pub mod gpu;
+mod gpu_figures;
 pub mod mix;
 pub mod monitor;
 pub mod results;
@@ -16,6 +18,7 @@ pub mod units;
 
 pub use c2c::*;
 pub use figures::{Figure, Figures};
+pub use gpu::*;
 pub use mix::{Mix, UnknownMix};
 pub use monitor::{
     CommandRun, DramCounting, DramTraffic, MonitorInterval, MonitorMeasurement, MonitorReport, SourceStatus,
