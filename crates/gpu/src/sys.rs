@@ -1,0 +1,620 @@
+//! Every unsafe call of the GPU crate: the CUDA driver API through cudarc's bindings,
+//! loaded at run time, and NVML, loaded by name. The types here own what they create
+//! and free it on drop; every operation that hands memory to the GPU waits for the
+//! GPU to finish with it before returning, so no borrow outlives its use.
+
+use std::ffi::{c_void, CStr, CString};
+use std::marker::PhantomData;
+
+use cudarc::driver::{result, sys, DriverError};
+use thiserror::Error;
+
+pub use sys::CUdevice_attribute as Attribute;
+
+#[derive(Debug, Error)]
+pub enum GpuError {
+    #[error("no NVIDIA driver found (libcuda.so could not be loaded)")]
+    NoDriver,
+    #[error("no CUDA device {0}: the driver sees {1}")]
+    NoDevice(u32, i32),
+    #[error("{what}: {source}")]
+    Driver { what: String, source: DriverError },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Adds what was being done to a driver error.
+pub trait Context2<T> {
+    fn what(self, what: &str) -> Result<T, GpuError>;
+}
+
+impl<T> Context2<T> for Result<T, DriverError> {
+    fn what(self, what: &str) -> Result<T, GpuError> {
+        self.map_err(|source| GpuError::Driver {
+            what: what.to_string(),
+            source,
+        })
+    }
+}
+
+/// Whether libcuda can be loaded at all.
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to dlopen the library by its usual names.
+    unsafe { sys::is_culib_present() }
+}
+
+/// One device's primary context, current on the thread that opened it.
+#[derive(Debug)]
+pub struct Device {
+    dev: sys::CUdevice,
+    ctx: sys::CUcontext,
+    pub ordinal: u32,
+}
+
+// SAFETY: a CUDA context may be made current on any thread (cuCtxSetCurrent, done by
+// `bind` on every thread that uses it); the handles are plain identifiers.
+unsafe impl Send for Device {}
+unsafe impl Sync for Device {}
+
+impl Device {
+    pub fn open(ordinal: u32) -> Result<Device, GpuError> {
+        if !driver_present() {
+            return Err(GpuError::NoDriver);
+        }
+        result::init().what("cuInit")?;
+        let count = result::device::get_count().what("cuDeviceGetCount")?;
+        if ordinal as i32 >= count {
+            return Err(GpuError::NoDevice(ordinal, count));
+        }
+        let dev = result::device::get(ordinal as i32).what("cuDeviceGet")?;
+        // SAFETY: dev is a valid device; the retained context is released in Drop.
+        let ctx = unsafe { result::primary_ctx::retain(dev) }.what("cuDevicePrimaryCtxRetain")?;
+        let d = Device { dev, ctx, ordinal };
+        d.bind()?;
+        Ok(d)
+    }
+
+    /// Makes the context current on the calling thread.
+    pub fn bind(&self) -> Result<(), GpuError> {
+        // SAFETY: ctx is a retained, live context.
+        unsafe { result::ctx::set_current(self.ctx) }.what("cuCtxSetCurrent")
+    }
+
+    pub fn attribute(&self, a: Attribute) -> Result<i32, GpuError> {
+        // SAFETY: dev is a valid device and `a` a valid attribute.
+        unsafe { result::device::get_attribute(self.dev, a) }.what("cuDeviceGetAttribute")
+    }
+
+    pub fn name(&self) -> Result<String, GpuError> {
+        result::device::get_name(self.dev).what("cuDeviceGetName")
+    }
+
+    pub fn total_mem(&self) -> Result<u64, GpuError> {
+        // SAFETY: dev is a valid device.
+        unsafe { result::device::total_mem(self.dev) }
+            .map(|b| b as u64)
+            .what("cuDeviceTotalMem")
+    }
+
+    /// (free, total) bytes of device memory now.
+    pub fn mem_info(&self) -> Result<(u64, u64), GpuError> {
+        self.bind()?;
+        result::mem_get_info()
+            .map(|(f, t)| (f as u64, t as u64))
+            .what("cuMemGetInfo")
+    }
+
+    /// The CUDA version the driver supports, as 12080 for 12.8.
+    pub fn driver_version(&self) -> Result<i32, GpuError> {
+        let mut v = 0;
+        // SAFETY: writes one int.
+        unsafe { sys::cuDriverGetVersion(&mut v) }
+            .result()
+            .what("cuDriverGetVersion")?;
+        Ok(v)
+    }
+
+    /// "0000:17:00.0".
+    pub fn pci_bus_id(&self) -> Result<String, GpuError> {
+        let mut buf = [0 as std::ffi::c_char; 32];
+        // SAFETY: the driver writes at most buf.len() bytes, NUL-terminated.
+        unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, self.dev) }
+            .result()
+            .what("cuDeviceGetPCIBusId")?;
+        // SAFETY: NUL-terminated by the driver within the buffer.
+        let s = unsafe { CStr::from_ptr(buf.as_ptr()) };
+        Ok(s.to_string_lossy().to_lowercase())
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // SAFETY: releases the retain taken in `open`.
+        let _ = unsafe { result::primary_ctx::release(self.dev) };
+    }
+}
+
+/// A loaded PTX module and the functions taken from it.
+#[derive(Debug)]
+pub struct Module {
+    m: sys::CUmodule,
+}
+
+// SAFETY: module and function handles are valid in any thread where their context is current.
+unsafe impl Send for Module {}
+unsafe impl Sync for Module {}
+
+/// A kernel of a [`Module`]; valid while the module is.
+#[derive(Debug, Clone, Copy)]
+pub struct Function<'m> {
+    f: sys::CUfunction,
+    _m: PhantomData<&'m Module>,
+}
+
+// SAFETY: as for Module.
+unsafe impl Send for Function<'_> {}
+unsafe impl Sync for Function<'_> {}
+
+impl Module {
+    /// JIT-compiles PTX for the current context's device.
+    pub fn load(dev: &Device, ptx: &str) -> Result<Module, GpuError> {
+        dev.bind()?;
+        let text = CString::new(ptx).map_err(|_| GpuError::Other("PTX holds a NUL byte".into()))?;
+        // SAFETY: a NUL-terminated PTX image; the driver copies what it needs.
+        let m =
+            unsafe { result::module::load_data(text.as_ptr() as *const c_void) }.what("cuModuleLoadData")?;
+        Ok(Module { m })
+    }
+
+    pub fn function(&self, name: &str) -> Result<Function<'_>, GpuError> {
+        let c = CString::new(name).map_err(|_| GpuError::Other("bad kernel name".into()))?;
+        // SAFETY: m is loaded; the function lives as long as the module (PhantomData).
+        let f = unsafe { result::module::get_function(self.m, c) }.what(&format!("kernel {name}"))?;
+        Ok(Function { f, _m: PhantomData })
+    }
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        // SAFETY: unloads the module loaded in `load`; no Function outlives it.
+        let _ = unsafe { result::module::unload(self.m) };
+    }
+}
+
+/// A non-blocking stream.
+#[derive(Debug)]
+pub struct Stream {
+    s: sys::CUstream,
+}
+
+// SAFETY: a stream handle may be used from any thread with its context current.
+unsafe impl Send for Stream {}
+unsafe impl Sync for Stream {}
+
+impl Stream {
+    pub fn new(dev: &Device) -> Result<Stream, GpuError> {
+        dev.bind()?;
+        let s = result::stream::create(result::stream::StreamKind::NonBlocking).what("cuStreamCreate")?;
+        Ok(Stream { s })
+    }
+
+    pub fn sync(&self) -> Result<(), GpuError> {
+        // SAFETY: s is a live stream.
+        unsafe { result::stream::synchronize(self.s) }.what("cuStreamSynchronize")
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // SAFETY: waits for the stream's work, then destroys it.
+        unsafe {
+            let _ = result::stream::synchronize(self.s);
+            let _ = result::stream::destroy(self.s);
+        }
+    }
+}
+
+/// A timing event.
+struct Event {
+    e: sys::CUevent,
+}
+
+impl Event {
+    fn new() -> Result<Event, GpuError> {
+        let e = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).what("cuEventCreate")?;
+        Ok(Event { e })
+    }
+
+    fn record(&self, s: &Stream) -> Result<(), GpuError> {
+        // SAFETY: both handles are live.
+        unsafe { result::event::record(self.e, s.s) }.what("cuEventRecord")
+    }
+
+    fn wait_on(&self, s: &Stream) -> Result<(), GpuError> {
+        // SAFETY: both handles are live.
+        unsafe { result::stream::wait_event(s.s, self.e, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
+            .what("cuStreamWaitEvent")
+    }
+
+    fn ms_since(&self, start: &Event) -> Result<f64, GpuError> {
+        // SAFETY: both events were recorded and have completed (streams synchronised).
+        unsafe { result::event::elapsed(start.e, self.e) }
+            .map(f64::from)
+            .what("cuEventElapsedTime")
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: destroys the event created in `new`.
+        let _ = unsafe { result::event::destroy(self.e) };
+    }
+}
+
+/// Device memory.
+#[derive(Debug)]
+pub struct DeviceMem {
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+}
+
+// SAFETY: a device pointer is a number; access goes through the driver.
+unsafe impl Send for DeviceMem {}
+unsafe impl Sync for DeviceMem {}
+
+impl DeviceMem {
+    pub fn alloc(dev: &Device, bytes: usize) -> Result<DeviceMem, GpuError> {
+        dev.bind()?;
+        // SAFETY: a plain allocation, freed in Drop.
+        let ptr =
+            unsafe { result::malloc_sync(bytes.max(1)) }.what(&format!("cuMemAlloc of {bytes} bytes"))?;
+        Ok(DeviceMem { ptr, bytes })
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+
+    /// Copies `src` to the start of this memory and waits.
+    pub fn upload<T: Copy>(&self, src: &[T]) -> Result<(), GpuError> {
+        let n = std::mem::size_of_val(src);
+        self.check(n)?;
+        // SAFETY: n bytes fit (checked); the call is synchronous.
+        unsafe { result::memcpy_htod_sync(self.ptr, src) }.what("cuMemcpyHtoD")
+    }
+
+    /// Copies the start of this memory into `dst` and waits.
+    pub fn download<T: Copy>(&self, dst: &mut [T]) -> Result<(), GpuError> {
+        self.check(std::mem::size_of_val(dst))?;
+        // SAFETY: dst fits (checked); the call is synchronous.
+        unsafe { result::memcpy_dtoh_sync(dst, self.ptr) }.what("cuMemcpyDtoH")
+    }
+
+    fn check(&self, n: usize) -> Result<(), GpuError> {
+        if n > self.bytes {
+            return Err(GpuError::Other(format!("{n} bytes do not fit in {}", self.bytes)));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for DeviceMem {
+    fn drop(&mut self) {
+        // SAFETY: frees the allocation made in `alloc`; every use was synchronised.
+        let _ = unsafe { result::free_sync(self.ptr) };
+    }
+}
+
+/// Host memory the GPU can reach: page-locked and mapped into its address space.
+pub trait Mapped: Sync {
+    fn host(&self) -> &[u8];
+    fn host_mut(&mut self) -> &mut [u8];
+    fn device_ptr(&self) -> u64;
+}
+
+/// cuMemHostAlloc'd memory, portable and mapped.
+#[derive(Debug)]
+pub struct Pinned {
+    ptr: *mut u8,
+    len: usize,
+    dptr: u64,
+}
+
+// SAFETY: plain page-locked memory owned by this value.
+unsafe impl Send for Pinned {}
+unsafe impl Sync for Pinned {}
+
+impl Pinned {
+    pub fn alloc(dev: &Device, len: usize) -> Result<Pinned, GpuError> {
+        dev.bind()?;
+        let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
+        // SAFETY: allocation freed in Drop; zeroed below so it is never read uninitialised.
+        let ptr = unsafe { result::malloc_host(len.max(1), flags) }
+            .what(&format!("cuMemHostAlloc of {len} bytes"))? as *mut u8;
+        // SAFETY: len bytes were just allocated at ptr.
+        unsafe { std::ptr::write_bytes(ptr, 0, len) };
+        let dptr = device_ptr_of(ptr)?;
+        Ok(Pinned { ptr, len, dptr })
+    }
+}
+
+impl Mapped for Pinned {
+    fn host(&self) -> &[u8] {
+        // SAFETY: len initialised bytes owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+    fn host_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, borrowed mutably through &mut self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+    fn device_ptr(&self) -> u64 {
+        self.dptr
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        // SAFETY: frees what `alloc` allocated; every GPU use was synchronised.
+        let _ = unsafe { result::free_host(self.ptr as *mut c_void) };
+    }
+}
+
+/// Memory already placed (a memfabric Buffer), page-locked and mapped with
+/// cuMemHostRegister for as long as this value lives.
+pub struct Registered<'a> {
+    ptr: *mut u8,
+    len: usize,
+    dptr: u64,
+    _buf: PhantomData<&'a mut [u8]>,
+}
+
+// SAFETY: holds the exclusive borrow of the registered memory.
+unsafe impl Send for Registered<'_> {}
+unsafe impl Sync for Registered<'_> {}
+
+impl<'a> Registered<'a> {
+    pub fn new(dev: &Device, mem: &'a mut [u8]) -> Result<Registered<'a>, GpuError> {
+        dev.bind()?;
+        let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
+        let ptr = mem.as_mut_ptr();
+        // SAFETY: mem is borrowed for 'a, so the range stays mapped until Drop unregisters it.
+        unsafe { sys::cuMemHostRegister_v2(ptr as *mut c_void, mem.len(), flags) }
+            .result()
+            .what(&format!("cuMemHostRegister of {} bytes", mem.len()))?;
+        let dptr = match device_ptr_of(ptr) {
+            Ok(d) => d,
+            Err(e) => {
+                // SAFETY: undoes the registration just made.
+                let _ = unsafe { sys::cuMemHostUnregister(ptr as *mut c_void) };
+                return Err(e);
+            }
+        };
+        Ok(Registered {
+            ptr,
+            len: mem.len(),
+            dptr,
+            _buf: PhantomData,
+        })
+    }
+}
+
+impl Mapped for Registered<'_> {
+    fn host(&self) -> &[u8] {
+        // SAFETY: the borrowed range, alive for 'a.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+    fn host_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above; the borrow is exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+    fn device_ptr(&self) -> u64 {
+        self.dptr
+    }
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        // SAFETY: undoes `new`'s registration; every GPU use was synchronised.
+        let _ = unsafe { sys::cuMemHostUnregister(self.ptr as *mut c_void) };
+    }
+}
+
+fn device_ptr_of(ptr: *mut u8) -> Result<u64, GpuError> {
+    let mut d: sys::CUdeviceptr = 0;
+    // SAFETY: ptr is page-locked and mapped (DEVICEMAP); the driver writes one pointer.
+    unsafe { sys::cuMemHostGetDevicePointer_v2(&mut d, ptr as *mut c_void, 0) }
+        .result()
+        .what("cuMemHostGetDevicePointer")?;
+    Ok(d)
+}
+
+/// A kernel argument. References keep the memory alive for the call, and every call
+/// that launches waits for the kernel to finish.
+pub enum Arg<'a> {
+    Dev(&'a DeviceMem),
+    Mapped(&'a dyn Mapped),
+    U64(u64),
+    U32(u32),
+    F64(f64),
+}
+
+/// What one stream does in a timed step.
+pub enum Op<'a> {
+    Launch {
+        f: Function<'a>,
+        grid: u32,
+        block: u32,
+        args: Vec<Arg<'a>>,
+    },
+    /// Host (any memory: pageable, pinned or registered) to device.
+    ToDevice {
+        dst: &'a DeviceMem,
+        src: &'a [u8],
+    },
+    ToHost {
+        dst: &'a mut [u8],
+        src: &'a DeviceMem,
+    },
+}
+
+/// Runs each op on its own stream, all starting together (the other streams wait
+/// on an event recorded on the first), waits for all, and returns the seconds from
+/// the start to the last op's end, timed by CUDA events.
+pub fn timed(ops: Vec<(Op<'_>, &Stream)>) -> Result<f64, GpuError> {
+    let Some((_, first)) = ops.first() else {
+        return Ok(0.0);
+    };
+    let start = Event::new()?;
+    start.record(first)?;
+    let mut ops = ops;
+    let mut ends = Vec::with_capacity(ops.len());
+    for (op, s) in &mut ops {
+        start.wait_on(s)?;
+        enqueue(op, s)?;
+        let end = Event::new()?;
+        end.record(s)?;
+        ends.push(end);
+    }
+    for (_, s) in &ops {
+        s.sync()?;
+    }
+    let mut ms: f64 = 0.0;
+    for e in &ends {
+        ms = ms.max(e.ms_since(&start)?);
+    }
+    Ok(ms * 1e-3)
+}
+
+fn enqueue(op: &mut Op<'_>, s: &Stream) -> Result<(), GpuError> {
+    match op {
+        Op::Launch { f, grid, block, args } => launch(*f, *grid, *block, args, s),
+        Op::ToDevice { dst, src } => {
+            dst.check(src.len())?;
+            // SAFETY: src and dst outlive the call's caller (`timed`), which syncs the
+            // stream before returning; sizes were checked.
+            unsafe { sys::cuMemcpyHtoDAsync_v2(dst.ptr, src.as_ptr() as *const c_void, src.len(), s.s) }
+                .result()
+                .what("cuMemcpyHtoDAsync")
+        }
+        Op::ToHost { dst, src } => {
+            src.check(dst.len())?;
+            // SAFETY: as above.
+            unsafe { sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr() as *mut c_void, src.ptr, dst.len(), s.s) }
+                .result()
+                .what("cuMemcpyDtoHAsync")
+        }
+    }
+}
+
+fn launch(f: Function<'_>, grid: u32, block: u32, args: &[Arg<'_>], s: &Stream) -> Result<(), GpuError> {
+    // Each parameter's value lives in `values`; the driver copies them at launch.
+    let mut values: Vec<u64> = args
+        .iter()
+        .map(|a| match a {
+            Arg::Dev(m) => m.ptr,
+            Arg::Mapped(m) => m.device_ptr(),
+            Arg::U64(v) => *v,
+            Arg::U32(v) => u64::from(*v),
+            Arg::F64(v) => v.to_bits(),
+        })
+        .collect();
+    let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
+    // SAFETY: the kernel's pointer arguments come from live DeviceMem and Mapped
+    // borrows that outlive `timed`, which waits for the stream; a u32 parameter reads
+    // the low 4 bytes of its little-endian u64 slot.
+    unsafe { result::launch_kernel(f.f, (grid, 1, 1), (block, 1, 1), 0, s.s, &mut params) }
+        .what("cuLaunchKernel")
+}
+
+/// NVML, loaded by name, for clocks, power, temperature and the PCIe link.
+pub struct Nvml {
+    lib: libloading::Library,
+}
+
+/// An NVML device handle.
+#[derive(Clone, Copy)]
+pub struct NvmlDevice(*mut c_void);
+
+type NvmlFn0 = unsafe extern "C" fn() -> i32;
+type NvmlU32 = unsafe extern "C" fn(*mut c_void, *mut u32) -> i32;
+type NvmlU32Arg = unsafe extern "C" fn(*mut c_void, u32, *mut u32) -> i32;
+
+impl Nvml {
+    pub fn load() -> Result<Nvml, String> {
+        // SAFETY: loading NVIDIA's NVML runs its (trusted) initialisers only.
+        let lib = unsafe { libloading::Library::new("libnvidia-ml.so.1") }
+            .map_err(|e| format!("NVML not found (libnvidia-ml.so.1): {e}"))?;
+        let n = Nvml { lib };
+        // SAFETY: nvmlInit_v2 takes no arguments.
+        let rc = unsafe { n.sym::<NvmlFn0>("nvmlInit_v2").map(|f| f()) }?;
+        if rc != 0 {
+            return Err(format!("nvmlInit failed with NVML error {rc}"));
+        }
+        Ok(n)
+    }
+
+    /// # Safety
+    /// `T` must be the C signature of `name`.
+    unsafe fn sym<T: Copy>(&self, name: &str) -> Result<T, String> {
+        self.lib
+            .get::<T>(name.as_bytes())
+            .map(|s| *s)
+            .map_err(|e| format!("NVML lacks {name}: {e}"))
+    }
+
+    pub fn device(&self, pci_bus_id: &str) -> Result<NvmlDevice, String> {
+        type F = unsafe extern "C" fn(*const std::ffi::c_char, *mut *mut c_void) -> i32;
+        let id = CString::new(pci_bus_id).map_err(|_| "bad PCI bus id".to_string())?;
+        let mut d = std::ptr::null_mut();
+        // SAFETY: the signature of nvmlDeviceGetHandleByPciBusId_v2; writes one handle.
+        let rc = unsafe { self.sym::<F>("nvmlDeviceGetHandleByPciBusId_v2")?(id.as_ptr(), &mut d) };
+        if rc != 0 {
+            return Err(format!("NVML does not know PCI device {pci_bus_id} (error {rc})"));
+        }
+        Ok(NvmlDevice(d))
+    }
+
+    /// A u32 query of the form f(device, *out); None where it fails.
+    pub fn get(&self, d: NvmlDevice, name: &str) -> Option<u32> {
+        let mut v = 0;
+        // SAFETY: every name passed here has the signature NvmlU32.
+        let rc = unsafe { self.sym::<NvmlU32>(name).ok()?(d.0, &mut v) };
+        (rc == 0).then_some(v)
+    }
+
+    /// A u32 query of the form f(device, kind, *out).
+    pub fn get_of(&self, d: NvmlDevice, name: &str, kind: u32) -> Option<u32> {
+        let mut v = 0;
+        // SAFETY: every name passed here has the signature NvmlU32Arg.
+        let rc = unsafe { self.sym::<NvmlU32Arg>(name).ok()?(d.0, kind, &mut v) };
+        (rc == 0).then_some(v)
+    }
+
+    pub fn driver_version(&self) -> Option<String> {
+        type F = unsafe extern "C" fn(*mut std::ffi::c_char, u32) -> i32;
+        let mut buf = [0 as std::ffi::c_char; 96];
+        // SAFETY: NVML writes a NUL-terminated string of at most buf.len() bytes.
+        let rc =
+            unsafe { self.sym::<F>("nvmlSystemGetDriverVersion").ok()?(buf.as_mut_ptr(), buf.len() as u32) };
+        // SAFETY: NUL-terminated on success.
+        (rc == 0).then(|| {
+            unsafe { CStr::from_ptr(buf.as_ptr()) }
+                .to_string_lossy()
+                .into_owned()
+        })
+    }
+}
+
+impl Drop for Nvml {
+    fn drop(&mut self) {
+        // SAFETY: pairs the nvmlInit_v2 of `load`.
+        if let Ok(f) = unsafe { self.sym::<NvmlFn0>("nvmlShutdown") } {
+            // SAFETY: no arguments.
+            unsafe { f() };
+        }
+    }
+}
