@@ -863,7 +863,9 @@ def _(r):
     # The rest of the suite: every mix on each node's own memory, loaded latency,
     # core-to-core over every CPU, and the sweep; the run saved and its report written.
     expect_eq(res["suite"], "quick", "run: suite")
-    expect_eq(len(res["steps"]), 6, "run: steps")
+    expect_eq(len(res["steps"]), 8, "run: steps")
+    for part in ("gpu_bandwidth", "gpu_copy"):
+        expect_eq(res[part]["outcome"]["status"], "skipped", f"run: {part} without a GPU")
     mixes = res["mixes"]
     expect_eq([m["mix"] for m in mixes["mixes"]],
               ["read", "write", "write-nt", "3:1", "2:1", "1:1", "rmw", "copy", "copy-nt", "triad", "triad-nt"],
@@ -1012,6 +1014,14 @@ def _(r):
               ["intel-imc", "intel-imc-free-running", "amd-umc", "amd-df", "nvidia-scf", "resctrl-mbm"], "candidates")
     expect(not any(c["available"] for c in res["candidates"]), "no candidate available in the guest")
     expect(res["command"] is None, "no command given")
+
+
+@command_check("gpu-info-skipped")
+def _(r):
+    # no NVIDIA driver in the guest: skipped with the reason, exit 0
+    res = envelope(r, "gpu-info")
+    expect_eq(res["outcome"], {"status": "skipped", "reason": "no NVIDIA driver found (libcuda.so could not be loaded)"},
+              "outcome")
 
 
 @command_check("audit")

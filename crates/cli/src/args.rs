@@ -7,10 +7,15 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use memfabric_measure::registry;
 use memfabric_model::{HugePages, Mix, Pattern};
 
+mod gpu;
 mod history;
 mod monitor;
 mod pairs;
 mod theory;
+pub use gpu::{
+    directions, GpuArgs, GpuBandwidthArgs, GpuCommand, GpuCopyArgs, GpuHostLatencyArgs, GpuInjectionArgs,
+    GpuLatencyArgs, GpuLoadedArgs, GPU_HELP,
+};
 pub use history::{CompareArgs, ExportFormat, ReportArgs, RunRef, RunsAction, RunsArgs};
 pub use monitor::{DramArg, DramArgs, MonitorArgs, MONITOR_HELP};
 pub use pairs::{C2cArgs, C2cModeArg, SweepArgs, SweepThreadsArg, SweepWhat, C2C_HELP, SWEEP_HELP};
@@ -121,7 +126,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the default suite (topology, latency and bandwidth matrices, every mix, loaded latency, core-to-core, cache sweep), save it and write its HTML report
+    /// Run the default suite (topology, latency and bandwidth matrices, every mix, loaded latency, core-to-core, cache sweep, GPU memory bandwidth and host-device copies where a GPU is), save it and write its HTML report
     Run(RunArgs),
     #[command(about = registry::TOPOLOGY.about)]
     Topology(TopologyArgs),
@@ -149,6 +154,8 @@ pub enum Command {
     Audit(AuditArgs),
     #[command(about = registry::MONITOR.about, after_help = MONITOR_HELP)]
     Monitor(MonitorArgs),
+    #[command(about = registry::GPU.about, after_help = GPU_HELP)]
+    Gpu(GpuArgs),
     /// List the measurements memfabric offers and what each reports
     List,
 }

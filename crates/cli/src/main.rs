@@ -51,6 +51,7 @@ fn main() -> ExitCode {
         Command::Theory(a) => cmd::theory::run(&ctx, a),
         Command::Audit(a) => cmd::audit::run(&ctx, a),
         Command::Monitor(a) => cmd::monitor::run(&ctx, a),
+        Command::Gpu(a) => cmd::gpu::run(&ctx, a),
         Command::List => cmd::list::run(&ctx),
     };
     match result {

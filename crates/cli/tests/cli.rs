@@ -10,6 +10,8 @@ use serde_json::Value;
 mod bandwidth;
 #[path = "cli/c2c.rs"]
 mod c2c;
+#[path = "cli/gpu.rs"]
+mod gpu;
 #[path = "cli/loaded.rs"]
 mod loaded;
 #[path = "cli/monitor.rs"]
@@ -258,11 +260,20 @@ fn run_quick_measures_everything_saves_it_and_writes_the_report() {
     assert!(!r["topology"]["nodes"].as_array().unwrap().is_empty());
     assert_eq!(r["latency"]["cells"][0]["outcome"]["status"], "ok");
     assert_eq!(r["bandwidth"]["cells"][0]["outcome"]["status"], "ok");
+    if !gpu::driver_present() {
+        // No driver: the GPU steps are recorded as skipped, with why.
+        for part in ["gpu_bandwidth", "gpu_copy"] {
+            let o = &r[part]["outcome"];
+            assert_eq!(o["status"], "skipped", "{part}: {o}");
+            assert!(o["reason"].as_str().unwrap().contains("no NVIDIA driver found"));
+        }
+    }
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(err.contains("saved as run 1"), "{err}");
     let html = std::fs::read_to_string(dir.path().join("memfabric-run-1.html")).expect("report written");
     assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg"));
     assert!(!dir.path().join("memfabric-run-1.html.partial").exists());
+    assert!(html.contains("GPU memory bandwidth") && html.contains("Host-device copies"));
 }
 
 #[test]

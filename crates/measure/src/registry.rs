@@ -71,6 +71,12 @@ pub const MONITOR: Entry = Entry {
     reports: "bytes and GB/s (10^9 bytes/s) read and written per channel, per socket and for the system, per interval and in total; the source used and why",
 };
 
+pub const GPU: Entry = Entry {
+    name: "gpu",
+    about: "GPU memory paths: device-memory bandwidth and latency, host<->device copies per NUMA node, GPU loads from host memory, CPU latency under DMA load, cache injection",
+    reports: "GB/s (10^9 bytes/s) and share of the peak from the memory clock and bus width; cycles and ns per load; the GPU's clocks, power and temperature at start and end",
+};
+
 pub const ALL: &[Entry] = &[
     TOPOLOGY,
     LATENCY,
@@ -82,4 +88,5 @@ pub const ALL: &[Entry] = &[
     THEORY,
     AUDIT,
     MONITOR,
+    GPU,
 ];

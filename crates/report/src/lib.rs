@@ -7,6 +7,7 @@
 
 pub mod svg;
 
+mod gpu;
 mod sections;
 
 use serde_json::Value;

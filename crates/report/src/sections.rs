@@ -2,8 +2,8 @@
 //! matrices with their latency tiers, curves, and tables.
 
 use memfabric_model::{
-    BandwidthReport, C2cReport, LatencyReport, LoadedLatencyReport, Outcome, StreamReport, SweepLevels,
-    SweepReport,
+    BandwidthReport, C2cReport, GpuBandwidthReport, GpuCopyReport, GpuLatencyReport, LatencyReport,
+    LoadedLatencyReport, Outcome, StreamReport, SweepLevels, SweepReport,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -54,6 +54,15 @@ pub fn sections(command: &str, result: &Value) -> Vec<(String, String)> {
     }
     if let Some(r) = part::<SweepReport>(command, result, "sweep", "sweep") {
         out.push(("Cache hierarchy sweep".to_string(), sweep(&r)));
+    }
+    if let Some(r) = part::<GpuBandwidthReport>(command, result, "gpu-bandwidth", "gpu_bandwidth") {
+        out.push(("GPU memory bandwidth".to_string(), crate::gpu::bandwidth(&r)));
+    }
+    if let Some(r) = part::<GpuLatencyReport>(command, result, "gpu-latency", "gpu_latency") {
+        out.push(("GPU memory latency".to_string(), crate::gpu::latency(&r)));
+    }
+    if let Some(r) = part::<GpuCopyReport>(command, result, "gpu-copy", "gpu_copy") {
+        out.push(("Host-device copies".to_string(), crate::gpu::copy(&r)));
     }
     out
 }

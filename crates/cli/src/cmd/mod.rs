@@ -6,6 +6,7 @@ pub mod c2c;
 mod common;
 pub mod efficiency;
 pub mod firmware;
+pub mod gpu;
 pub mod latency;
 pub mod list;
 pub mod loaded;

@@ -5,13 +5,14 @@
 use anyhow::Result;
 use clap::Parser;
 use memfabric_model::{
-    BandwidthReport, C2cReport, Figure, Figures, LatencyReport, LoadedLatencyReport, SweepReport,
+    BandwidthReport, C2cReport, Figure, Figures, GpuBandwidthReport, GpuCopyReport, LatencyReport,
+    LoadedLatencyReport, Outcome, SweepReport,
 };
 use memfabric_topo::Topology;
 use serde::Serialize;
 
 use super::common;
-use crate::args::{Cli, Command, RunArgs};
+use crate::args::{Cli, Command, GpuCommand, RunArgs};
 use crate::output::{this_machine, Ctx, Status};
 
 #[derive(Serialize)]
@@ -27,6 +28,9 @@ struct RunReport {
     loaded_latency: LoadedLatencyReport,
     c2c: C2cReport,
     sweep: SweepReport,
+    /// Skipped, with why, where there is no NVIDIA driver or GPU.
+    gpu_bandwidth: GpuBandwidthReport,
+    gpu_copy: GpuCopyReport,
 }
 
 impl Figures for RunReport {
@@ -40,6 +44,8 @@ impl Figures for RunReport {
         f.extend(self.loaded_latency.figures());
         f.extend(self.c2c.figures());
         f.extend(self.sweep.figures());
+        f.extend(self.gpu_bandwidth.figures());
+        f.extend(self.gpu_copy.figures());
         f
     }
 }
@@ -56,6 +62,8 @@ fn suite(quick: bool, thorough: bool, c2c_cpus: Option<String>) -> Vec<String> {
             "loaded-latency".into(),
             "c2c".into(),
             "sweep".into(),
+            "gpu bandwidth".into(),
+            "gpu copy".into(),
         ]
     } else if quick {
         vec![
@@ -65,6 +73,8 @@ fn suite(quick: bool, thorough: bool, c2c_cpus: Option<String>) -> Vec<String> {
             "loaded-latency --chase-size 64M --size 16M --points 12 --samples 3 --sample-ms 5".into(),
             "c2c --samples 20 --iterations 500".into(),
             "sweep --max 64M --points-per-octave 2 --samples 3".into(),
+            "gpu bandwidth --kernels triad --sizes 256M --samples 3".into(),
+            "gpu copy --memory pinned --engine copy-engine --size 256M --samples 3".into(),
         ]
     } else {
         vec![
@@ -74,6 +84,8 @@ fn suite(quick: bool, thorough: bool, c2c_cpus: Option<String>) -> Vec<String> {
             "loaded-latency --chase-size 512M --size 64M --samples 5 --sample-ms 10".into(),
             "c2c --samples 50".into(),
             "sweep --points-per-octave 4".into(),
+            "gpu bandwidth --kernels copy,triad --sizes 64M,1G --samples 10".into(),
+            "gpu copy --memory pageable,pinned-node --size 256M --samples 5".into(),
         ]
     };
     if let Some(cpus) = c2c_cpus {
@@ -122,6 +134,8 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
     let mut loaded_latency = None;
     let mut c2c = None;
     let mut sweep = None;
+    let mut gpu_bandwidth = None;
+    let mut gpu_copy = None;
     for step in &steps {
         match parse(step) {
             Command::Latency(x) => latency = Some(super::latency::measure(ctx, &topo, &x)?),
@@ -132,6 +146,13 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
             Command::LoadedLatency(x) => loaded_latency = Some(super::loaded::measure(ctx, &topo, &x)?),
             Command::C2c(x) => c2c = Some(super::c2c::measure(ctx, &topo, &x)?),
             Command::Sweep(x) => sweep = Some(super::sweep::measure(ctx, &topo, &x)?),
+            Command::Gpu(g) => match &g.command {
+                GpuCommand::Bandwidth(b) => {
+                    gpu_bandwidth = Some(super::gpu::measure_bandwidth(ctx, g.gpu, b)?)
+                }
+                GpuCommand::Copy(c) => gpu_copy = Some(super::gpu::measure_copy(ctx, &topo, g.gpu, c)?),
+                _ => unreachable!("suite step {step}"),
+            },
             _ => unreachable!("suite step {step}"),
         }
     }
@@ -151,6 +172,8 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
         loaded_latency: loaded_latency.expect("suite measures loaded latency"),
         c2c: c2c.expect("suite measures c2c"),
         sweep: sweep.expect("suite sweeps"),
+        gpu_bandwidth: gpu_bandwidth.expect("suite measures the GPU"),
+        gpu_copy: gpu_copy.expect("suite copies to the GPU"),
         topology: topo,
     };
     let failed = common::any_failed(report.latency.cells.iter().map(|c| &c.outcome))
@@ -168,7 +191,9 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
                 .matrices
                 .iter()
                 .flat_map(|m| m.pairs.iter().map(|p| &p.outcome)),
-        );
+        )
+        || matches!(report.gpu_bandwidth.outcome, Outcome::Failed { .. })
+        || matches!(report.gpu_copy.outcome, Outcome::Failed { .. });
     let text = || {
         [
             format!(
@@ -183,6 +208,8 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
             super::loaded::render(&report.loaded_latency),
             super::c2c::render(&report.c2c),
             super::sweep::render(&report.sweep),
+            format!("GPU:\n{}", super::gpu::render_bandwidth(&report.gpu_bandwidth)),
+            super::gpu::render_copy(&report.gpu_copy),
         ]
         .join("\n")
     };
