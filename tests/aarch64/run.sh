@@ -73,11 +73,11 @@ T_BUILD=$((SECONDS - t))
 t=$SECONDS
 say "cargo test --target $TRIPLE (library unit tests, under qemu-user)"
 TEST_LOG="$WORK/test.log"
-cargo test --target "$TRIPLE" -p memfabric-measure -p memfabric-model -p memfabric-topo --lib 2>&1 \
+cargo test --target "$TRIPLE" -p memfabric-measure -p memfabric-model -p memfabric-topo -p memfabric-gpu --lib 2>&1 \
     | tee "$TEST_LOG" || die "unit tests failed under qemu-user (log: $TEST_LOG)"
 read -r PASSED IGNORED < <(awk '/^test result: ok\./ {p += $4; i += $8} END {print p + 0, i + 0}' "$TEST_LOG")
 SUITES=$(grep -c '^test result: ok\.' "$TEST_LOG" || true)
-[[ $SUITES == 3 ]] || die "expected 3 unit-test suites, saw $SUITES (log: $TEST_LOG)"
+[[ $SUITES == 4 ]] || die "expected 4 unit-test suites, saw $SUITES (log: $TEST_LOG)"
 ((PASSED > 0)) || die "no unit test ran (log: $TEST_LOG)"
 T_TEST=$((SECONDS - t))
 
@@ -94,7 +94,11 @@ say "memfabric topology --json"
 "${QEMU[@]}" "$BIN" topology --json >"$WORK/topology.json" || die "memfabric topology --json failed"
 python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$WORK/topology.json" \
     || die "topology --json did not print JSON (see $WORK/topology.json)"
+say "memfabric gpu info --json (no NVIDIA driver here: skipped, exit 0)"
+"${QEMU[@]}" "$BIN" --quiet gpu info --json >"$WORK/gpu.json" || die "memfabric gpu info failed"
+python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["result"]["outcome"]; assert o["status"] == "skipped", o' \
+    "$WORK/gpu.json" || die "gpu info without a driver is not a skip (see $WORK/gpu.json)"
 T_RUN=$((SECONDS - t))
 
 say "timings: build ${T_BUILD}s, tests ${T_TEST}s, binary ${T_RUN}s, total $((SECONDS - T_START))s"
-say "aarch64: build OK, $PASSED unit tests passed under qemu-user ($IGNORED ignored), memfabric --version and topology --json OK"
+say "aarch64: build OK, $PASSED unit tests passed under qemu-user ($IGNORED ignored), memfabric --version, topology --json and gpu info (skipped) OK"

@@ -61,40 +61,36 @@ impl Figures for GpuLatencyReport {
     }
 }
 
+/// One figure per measured entry of a list of cells.
+fn per_cell<C>(o: &Outcome<Vec<C>>, figure: impl Fn(&C) -> Option<Figure>) -> Vec<Figure> {
+    match o {
+        Outcome::Ok(cells) => cells.iter().filter_map(figure).collect(),
+        _ => Vec::new(),
+    }
+}
+
 impl Figures for GpuCopyReport {
     fn figures(&self) -> Vec<Figure> {
-        let Outcome::Ok(cells) = &self.outcome else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for c in cells {
-            if let Outcome::Ok(m) = &c.outcome {
-                let dims = [
-                    ("memory", c.memory.name().to_string()),
-                    ("node", c.node.map_or("-".into(), |n| n.to_string())),
-                    ("engine", c.engine.name().to_string()),
-                    ("direction", c.direction.name().to_string()),
-                ];
-                out.push(Figure::of("gpu-copy", &dims, "bandwidth_gb_s", &m.bandwidth_gb_s));
-            }
-        }
-        out
+        per_cell(&self.outcome, |c| {
+            let m = c.outcome.ok()?;
+            let dims = [
+                ("memory", c.memory.name().to_string()),
+                ("node", c.node.map_or("-".into(), |n| n.to_string())),
+                ("engine", c.engine.name().to_string()),
+                ("direction", c.direction.name().to_string()),
+            ];
+            Some(Figure::of("gpu-copy", &dims, "bandwidth_gb_s", &m.bandwidth_gb_s))
+        })
     }
 }
 
 impl Figures for GpuHostLatencyReport {
     fn figures(&self) -> Vec<Figure> {
-        let Outcome::Ok(cells) = &self.outcome else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for c in cells {
-            if let Outcome::Ok(m) = &c.outcome {
-                let dims = [("node", c.node.to_string())];
-                out.push(Figure::of("gpu-host-latency", &dims, "latency_ns", &m.latency_ns));
-            }
-        }
-        out
+        per_cell(&self.outcome, |c| {
+            let m = c.outcome.ok()?;
+            let dims = [("node", c.node.to_string())];
+            Some(Figure::of("gpu-host-latency", &dims, "latency_ns", &m.latency_ns))
+        })
     }
 }
 
