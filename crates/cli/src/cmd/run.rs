@@ -208,8 +208,14 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
             super::loaded::render(&report.loaded_latency),
             super::c2c::render(&report.c2c),
             super::sweep::render(&report.sweep),
-            format!("GPU:\n{}", super::gpu::render_bandwidth(&report.gpu_bandwidth)),
-            super::gpu::render_copy(&report.gpu_copy),
+            format!(
+                "GPU memory bandwidth: {}",
+                super::gpu::render_bandwidth(&report.gpu_bandwidth)
+            ),
+            format!(
+                "Host-device copies: {}",
+                super::gpu::render_copy(&report.gpu_copy)
+            ),
         ]
         .join("\n")
     };
