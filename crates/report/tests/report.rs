@@ -195,3 +195,56 @@ fn dram_traffic_table_where_counted_and_the_reason_where_not() {
         html.contains("DRAM traffic not counted: no memory-traffic counters: resctrl &lt;not mounted&gt;")
     );
 }
+
+#[test]
+fn gpu_latency_curve_and_bandwidth_of_a_run() {
+    use memfabric_model::{GpuLatencyMeasurement, GpuLatencyPoint, GpuLatencyReport, GpuLevel, Outcome};
+    let points: Vec<GpuLatencyPoint> = [(1u64 << 10, 33.0), (1 << 20, 262.0), (256 << 20, 655.0)]
+        .iter()
+        .map(|&(s, c)| GpuLatencyPoint {
+            size_bytes: s,
+            loads: 1,
+            latency_cycles: c,
+            latency_ns: c / 2.0,
+            sm_clock_mhz: 2000.0,
+        })
+        .collect();
+    let r = GpuLatencyReport {
+        gpu: None,
+        stride_bytes: 128,
+        seed: 1,
+        outcome: Outcome::Ok(GpuLatencyMeasurement {
+            points,
+            levels: vec![GpuLevel {
+                name: "device <memory>".into(),
+                first_bytes: 256 << 20,
+                last_bytes: 256 << 20,
+                latency_cycles: 655.0,
+                latency_ns: 327.5,
+            }],
+        }),
+    };
+    let doc = json!({"schema_version": 2, "tool": {"name": "memfabric", "version": "0.4.0"}, "command": "gpu-latency",
+        "args": [], "started_unix_s": 0, "result": serde_json::to_value(&r).unwrap()});
+    let gpu_run = RunInfo {
+        command: "gpu-latency".into(),
+        ..info(3, "H100")
+    };
+    let html = render_run(&gpu_run, &doc);
+    assert_offline(&html);
+    assert!(
+        html.contains("GPU memory latency") && html.contains("<svg"),
+        "the curve"
+    );
+    assert!(
+        html.contains("device &lt;memory&gt;</td><td>655</td>"),
+        "levels, escaped"
+    );
+    // A run without a GPU says why.
+    let mut run = run_doc();
+    run["result"]["gpu_bandwidth"] = json!({"gpu": null, "kernels": ["triad"], "array_bytes": [268435456u64],
+        "block_threads": 256, "samples": 3,
+        "outcome": {"status": "skipped", "reason": "no NVIDIA driver found (libcuda.so could not be loaded)"}});
+    let html = render_run(&info(7, "DDR5-4800"), &run);
+    assert!(html.contains("GPU memory bandwidth") && html.contains("Skipped: no NVIDIA driver found"));
+}
