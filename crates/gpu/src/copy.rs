@@ -134,11 +134,12 @@ fn label(c: &Cell) -> String {
 
 /// What every cell shares: device buffers for each direction, two streams, the kernel.
 struct Rig<'g> {
+    /// First, so that dropping a Rig waits for its streams before freeing memory.
+    streams: [Stream; 2],
     size: usize,
     samples: usize,
     to_device: DeviceMem,
     to_host: DeviceMem,
-    streams: [Stream; 2],
     copy: Function<'g>,
     /// The grid that fills every SM.
     grid: u32,

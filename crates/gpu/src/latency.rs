@@ -5,7 +5,7 @@
 use memfabric_measure::observer::{interrupted, Observer};
 use memfabric_model::{GpuLatencyMeasurement, GpuLatencyPoint, Outcome};
 
-use crate::plan::{chase_sizes, chase_steps, chase_words, name_levels, warm_steps};
+use crate::plan::{chase_sizes, chase_steps, chase_words, name_levels, warm_steps, MAX_CHASE_BYTES};
 use crate::sys::{timed, Arg, DeviceMem, GpuError, Op, Stream};
 use crate::Gpu;
 
@@ -25,6 +25,9 @@ pub struct GpuLatencyPlan {
 pub struct Chased {
     pub cycles_per_load: f64,
     pub ns_per_load: f64,
+    /// The word the chase stopped at: where the next walk goes on, so that no walk
+    /// re-reads lines an earlier one left in a cache.
+    pub end: u32,
 }
 
 pub fn measure(
@@ -34,6 +37,13 @@ pub fn measure(
 ) -> Result<Outcome<GpuLatencyMeasurement>, GpuError> {
     let l2 = gpu.info.l2_bytes;
     let max = plan.max_bytes.unwrap_or(4 * l2).max(plan.min_bytes);
+    if max > MAX_CHASE_BYTES {
+        return Ok(Outcome::Failed {
+            reason: format!(
+                "a {max}-byte chase is past the {MAX_CHASE_BYTES} bytes 32-bit word indexes reach"
+            ),
+        });
+    }
     let sizes = chase_sizes(plan.min_bytes, max, plan.points_per_octave, plan.stride_bytes);
     obs.begin("gpu latency", sizes.len() as u64);
     let stream = Stream::new(&gpu.device)?;
@@ -48,18 +58,14 @@ pub fn measure(
         let next = DeviceMem::alloc(&gpu.device, words.len() * 4)?;
         next.upload(&words)?;
         let elements = size / plan.stride_bytes;
-        chase(
-            gpu,
-            &stream,
-            Arg::Dev(&next),
-            warm_steps(elements, size, l2),
-            start,
-            &out,
-        )?;
+        let warm = warm_steps(elements, size, l2);
+        let mut at = chase(gpu, &stream, Arg::Dev(&next), warm, start, &out)?.end;
         let steps = chase_steps(elements);
         let mut runs = Vec::with_capacity(plan.samples);
         for _ in 0..plan.samples.max(1) {
-            runs.push(chase(gpu, &stream, Arg::Dev(&next), steps, start, &out)?);
+            let c = chase(gpu, &stream, Arg::Dev(&next), steps, at, &out)?;
+            at = c.end;
+            runs.push(c);
         }
         points.push(point(size, steps, &runs));
         obs.advance(&format!("{} KiB", size >> 10));
@@ -106,15 +112,18 @@ pub fn chase(
     timed(vec![(op, s)])?;
     let mut r = [0u64; 3];
     out.download(&mut r)?;
-    Ok(per_load(r[1], r[2], steps))
+    let end =
+        u32::try_from(r[0]).map_err(|_| GpuError::Other(format!("the chase ended at word {}", r[0])))?;
+    Ok(per_load(r[1], r[2], steps, end))
 }
 
 /// Cycles and ns per load from the kernel's totals.
-pub fn per_load(cycles: u64, ns: u64, steps: u64) -> Chased {
+pub fn per_load(cycles: u64, ns: u64, steps: u64, end: u32) -> Chased {
     let n = steps.max(1) as f64;
     Chased {
         cycles_per_load: cycles as f64 / n,
         ns_per_load: ns as f64 / n,
+        end,
     }
 }
 
@@ -125,9 +134,9 @@ mod tests {
     #[test]
     fn a_point_takes_the_median_run_and_its_clock() {
         let runs = [
-            per_load(3_300_000, 1_880_000, 100_000),
-            per_load(3_400_000, 1_940_000, 100_000),
-            per_load(9_000_000, 5_000_000, 100_000),
+            per_load(3_300_000, 1_880_000, 100_000, 0),
+            per_load(3_400_000, 1_940_000, 100_000, 0),
+            per_load(9_000_000, 5_000_000, 100_000, 0),
         ];
         let p = point(1 << 20, 100_000, &runs);
         assert_eq!(p.latency_cycles, 34.0);

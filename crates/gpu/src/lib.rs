@@ -24,11 +24,13 @@ use sys::{Device, Function, Module};
 
 /// An opened GPU: its context, the kernels loaded, and what it is.
 pub struct Gpu {
-    pub device: Device,
     stream: Module,
     chase: Module,
     telemetry: info::Telemetry,
     pub info: GpuInfo,
+    /// Last: fields drop in order, and the modules must be unloaded while the
+    /// context they live in is still retained.
+    pub device: Device,
 }
 
 impl Gpu {
@@ -42,9 +44,9 @@ impl Gpu {
             Ok(Gpu {
                 stream: Module::load(&device, ptx::STREAM.text)?,
                 chase: Module::load(&device, ptx::CHASE.text)?,
-                device,
                 telemetry,
                 info,
+                device,
             })
         })
     }

@@ -128,9 +128,10 @@ fn dma_buffers(plan: &GpuLoadedPlan, count: usize) -> Result<Vec<Buffer>, String
 /// The registered host buffers, device buffers and streams the feeder copies with:
 /// one of each, or two for both directions at once.
 struct Feed<'b> {
+    /// First, so that dropping a Feed waits for its streams before the memory goes.
+    streams: Vec<Stream>,
     host: Vec<Registered<'b>>,
     dev: Vec<DeviceMem>,
-    streams: Vec<Stream>,
     bytes: usize,
     direction: CopyDirection,
 }

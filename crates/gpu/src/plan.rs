@@ -35,13 +35,18 @@ pub fn launches_per_sample(bytes_per_launch: u64, target_bytes: u64) -> u32 {
     target_bytes.div_ceil(bytes_per_launch.max(1)).clamp(1, 4096) as u32
 }
 
-/// Sizes that fit: every array of the largest kernel (3 for triad) must fit in
-/// `free_bytes` with 10 % to spare. Returns the sizes kept and those dropped.
-pub fn fitting_sizes(sizes: &[u64], kernels: &[GpuStreamKernel], free_bytes: u64) -> (Vec<u64>, Vec<u64>) {
-    let arrays = kernels.iter().map(|k| k.arrays()).max().unwrap_or(1);
+/// Arrays `gpu bandwidth` allocates at each size, whichever kernels run: BabelStream's a, b, c.
+pub const ARRAYS: u64 = 3;
+
+/// Sizes that fit: all three arrays in `free_bytes` with 10 % to spare. Returns the
+/// sizes kept and those dropped.
+pub fn fitting_sizes(sizes: &[u64], free_bytes: u64) -> (Vec<u64>, Vec<u64>) {
     let room = free_bytes / 10 * 9;
-    sizes.iter().partition(|&&s| s.saturating_mul(arrays) <= room)
+    sizes.iter().partition(|&&s| s.saturating_mul(ARRAYS) <= room)
 }
+
+/// The largest chase the kernel can index: u32 word indexes, 4 bytes a word.
+pub const MAX_CHASE_BYTES: u64 = (u32::MAX as u64 + 1) * 4;
 
 /// Chase sizes from `min` to `max` bytes, `per_octave` points per doubling, each a
 /// whole number of strides.
@@ -175,10 +180,11 @@ mod tests {
 
     #[test]
     fn sizes_that_do_not_fit_are_dropped() {
-        let k = [GpuStreamKernel::Read, GpuStreamKernel::Triad];
-        let (keep, drop) = fitting_sizes(&DEFAULT_ARRAY_BYTES, &k, 80 << 30);
+        let (keep, drop) = fitting_sizes(&DEFAULT_ARRAY_BYTES, 80 << 30);
         assert_eq!(keep, DEFAULT_ARRAY_BYTES.to_vec(), "3 x 2 GiB fit in 80 GiB");
-        let (keep, drop2) = fitting_sizes(&DEFAULT_ARRAY_BYTES, &k, 4 << 30);
+        // 3 x 1 GiB fit in 90 % of 4 GiB; read alone would fit 2 GiB, but all three
+        // arrays are allocated whichever kernels run.
+        let (keep, drop2) = fitting_sizes(&DEFAULT_ARRAY_BYTES, 4 << 30);
         assert!(drop.is_empty());
         assert_eq!(keep.last(), Some(&(1 << 30)));
         assert_eq!(drop2, vec![2 << 30]);

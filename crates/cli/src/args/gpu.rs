@@ -152,7 +152,7 @@ pub struct GpuCopyArgs {
     /// Who copies: copy-engine (cuMemcpyAsync), sm (a kernel through the host mapping; pinned memory only), or all
     #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
     pub engine: Vec<EngineChoice>,
-    /// h2d, d2h, bidir (both at once on two streams), or all
+    /// h2d, d2h, bidir (both at once on two streams; from pageable memory the driver stages each copy, so they mostly run one after the other), or all
     #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
     pub direction: Vec<DirectionChoice>,
     /// NUMA nodes for pinned-node memory (default: every node with memory)

@@ -115,7 +115,7 @@ pub fn measure_bandwidth(ctx: &Ctx, n: u32, a: &GpuBandwidthArgs) -> Result<GpuB
     let mut array_bytes = asked.clone();
     let (gpu, outcome) = with_gpu(n, Path::new("/sys"), |g| {
         let (free, _) = g.device.mem_info()?;
-        let (fit, dropped) = plan::fitting_sizes(&asked, &kernels, free);
+        let (fit, dropped) = plan::fitting_sizes(&asked, free);
         if fit.is_empty() {
             return Ok(Outcome::Failed {
                 reason: format!(
@@ -154,6 +154,9 @@ fn measure_latency(ctx: &Ctx, n: u32, a: &GpuLatencyArgs) -> Result<GpuLatencyRe
     }
     if a.min < a.stride || a.max.is_some_and(|m| m < a.min) {
         return Err(Usage("--min must be at least --stride, and --max at least --min".into()).into());
+    }
+    if a.max.is_some_and(|m| m > plan::MAX_CHASE_BYTES) {
+        return Err(Usage("--max: the chase indexes 32-bit words, so at most 16G".into()).into());
     }
     let p = latency::GpuLatencyPlan {
         min_bytes: a.min,

@@ -48,7 +48,8 @@ fn without_a_driver_every_gpu_command_is_skipped_and_exits_0() {
 
 #[test]
 fn bad_gpu_input_exits_2_with_one_clear_line() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
+        (&["latency", "--max", "17G"], "at most 16G"),
         (&["bandwidth", "--samples", "0"], "--samples must be 1 or more"),
         (
             &["bandwidth", "--block-threads", "100"],

@@ -64,7 +64,14 @@ impl Device {
         if !driver_present() {
             return Err(GpuError::NoDriver);
         }
-        result::init().what("cuInit")?;
+        // A driver with no device (a container with libcuda but no /dev/nvidia*) fails
+        // cuInit itself: that is no device, not a failure.
+        match result::init() {
+            Err(DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE)) => {
+                return Err(GpuError::NoDevice(ordinal, 0))
+            }
+            r => r.what("cuInit")?,
+        }
         let count = result::device::get_count().what("cuDeviceGetCount")?;
         if ordinal as i32 >= count {
             return Err(GpuError::NoDevice(ordinal, count));
@@ -286,8 +293,11 @@ impl DeviceMem {
     pub fn upload<T: Copy>(&self, src: &[T]) -> Result<(), GpuError> {
         let n = std::mem::size_of_val(src);
         self.check(n)?;
-        // SAFETY: n bytes fit (checked); the call is synchronous.
-        unsafe { result::memcpy_htod_sync(self.ptr, src) }.what("cuMemcpyHtoD")
+        // SAFETY: n bytes fit (checked); the call returns once src may be reused.
+        unsafe { result::memcpy_htod_sync(self.ptr, src) }.what("cuMemcpyHtoD")?;
+        // From pageable memory it returns once the data is staged, not landed, and
+        // memfabric's streams do not wait for the legacy stream: wait here.
+        result::ctx::synchronize().what("cuCtxSynchronize")
     }
 
     /// Copies the start of this memory into `dst` and waits.
@@ -464,25 +474,39 @@ pub enum Op<'a> {
     },
 }
 
-/// Runs each op on its own stream, all starting together (the other streams wait
-/// on an event recorded on the first), waits for all, and returns the seconds from
-/// the start to the last op's end, timed by CUDA events.
+/// Runs the ops in order on their streams, every stream starting together (the others
+/// wait on an event recorded on the first), waits for all, and returns the seconds
+/// from the start to the last stream's end, timed by CUDA events. Ops on one stream run
+/// one after another; each stream is waited for, also when an op fails to enqueue, so
+/// no borrowed memory is still in use when this returns.
 pub fn timed(ops: Vec<(Op<'_>, &Stream)>) -> Result<f64, GpuError> {
-    let Some((_, first)) = ops.first() else {
+    let mut streams: Vec<&Stream> = Vec::new();
+    for (_, s) in &ops {
+        if !streams.iter().any(|x| std::ptr::eq(*x, *s)) {
+            streams.push(s);
+        }
+    }
+    let Some(first) = streams.first().copied() else {
         return Ok(0.0);
     };
+    let _wait = SyncOnDrop(&streams);
     let start = Event::new()?;
+    let ends = streams
+        .iter()
+        .map(|_| Event::new())
+        .collect::<Result<Vec<_>, _>>()?;
     start.record(first)?;
-    let mut ops = ops;
-    let mut ends = Vec::with_capacity(ops.len());
-    for (op, s) in &mut ops {
+    for s in &streams[1..] {
         start.wait_on(s)?;
-        enqueue(op, s)?;
-        let end = Event::new()?;
-        end.record(s)?;
-        ends.push(end);
     }
-    for (_, s) in &ops {
+    let mut ops = ops;
+    for (op, s) in &mut ops {
+        enqueue(op, s)?;
+    }
+    for (e, s) in ends.iter().zip(&streams) {
+        e.record(s)?;
+    }
+    for s in &streams {
         s.sync()?;
     }
     let mut ms: f64 = 0.0;
@@ -490,6 +514,18 @@ pub fn timed(ops: Vec<(Op<'_>, &Stream)>) -> Result<f64, GpuError> {
         ms = ms.max(e.ms_since(&start)?);
     }
     Ok(ms * 1e-3)
+}
+
+/// Waits for every stream when dropped: on an early return or an unwind, the GPU is
+/// done with the memory the ops borrowed before the borrows end.
+struct SyncOnDrop<'a, 's>(&'a [&'s Stream]);
+
+impl Drop for SyncOnDrop<'_, '_> {
+    fn drop(&mut self) {
+        for s in self.0 {
+            let _ = s.sync();
+        }
+    }
 }
 
 fn enqueue(op: &mut Op<'_>, s: &Stream) -> Result<(), GpuError> {
