@@ -72,3 +72,15 @@ extern "C" __global__ void mf_triad(double* __restrict__ a, const double* __rest
         a[n - 1] = b[n - 1] + s * c[n - 1];
     }
 }
+
+// Holds its stream for `ns` nanoseconds of the GPU's global timer, so that the host
+// can queue many short launches behind it and they then run back to back: their
+// timing is the GPU's, not the host's launch rate.
+extern "C" __global__ void mf_hold(u64 ns) {
+    u64 t0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    u64 t = t0;
+    while (t - t0 < ns) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    }
+}

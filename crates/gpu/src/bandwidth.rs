@@ -6,7 +6,7 @@ use memfabric_measure::observer::{interrupted, Observer};
 use memfabric_model::{GpuBandwidthMeasurement, GpuBandwidthPoint, GpuStreamKernel, Outcome, Summary};
 
 use crate::plan::{bytes_per_launch, grid_blocks, launches_per_sample};
-use crate::sys::{timed, Arg, DeviceMem, GpuError, Op, Stream};
+use crate::sys::{timed, timed_held, Arg, DeviceMem, GpuError, Op, Stream};
 use crate::Gpu;
 
 /// Initial values and scalar: exact in binary, so a fused multiply-add on the GPU and
@@ -148,9 +148,10 @@ fn point(
             .collect()
     };
     timed(ops(1))?; // warm-up
+    let hold = gpu.kernel("mf_hold")?;
     let mut samples_gb_s = Vec::with_capacity(plan.samples);
     for _ in 0..plan.samples {
-        let secs = timed(ops(launches))?;
+        let secs = timed_held(Some((hold, hold_ns(launches))), ops(launches))?;
         samples_gb_s.push(per_launch as f64 * f64::from(launches) / secs.max(1e-9) * 1e-9);
     }
     let validated = match validate(k, x, elements)? {
@@ -170,6 +171,12 @@ fn point(
         samples_gb_s,
         validated_elements: validated,
     }))
+}
+
+/// How long the stream is held while a sample's launches are queued: far longer than
+/// the host needs to queue them (a few µs each), so they all wait behind the hold.
+pub fn hold_ns(launches: u32) -> u64 {
+    1_000_000 + 20_000 * u64::from(launches)
 }
 
 pub fn kernel_name(k: GpuStreamKernel) -> &'static str {

@@ -12,7 +12,7 @@ pub struct PtxFile {
 pub const STREAM: PtxFile = PtxFile {
     name: "stream",
     text: include_str!("../ptx/stream.ptx"),
-    kernels: &["mf_read", "mf_write", "mf_copy", "mf_triad"],
+    kernels: &["mf_read", "mf_write", "mf_copy", "mf_triad", "mf_hold"],
 };
 
 pub const CHASE: PtxFile = PtxFile {

@@ -480,6 +480,14 @@ pub enum Op<'a> {
 /// one after another; each stream is waited for, also when an op fails to enqueue, so
 /// no borrowed memory is still in use when this returns.
 pub fn timed(ops: Vec<(Op<'_>, &Stream)>) -> Result<f64, GpuError> {
+    timed_held(None, ops)
+}
+
+/// As [`timed`], with the first stream first held by `hold` (a kernel and its one u64
+/// argument, e.g. a spin of so many ns) before the clock starts: the ops are queued
+/// while it runs, so many short launches run back to back rather than at the host's
+/// launch rate.
+pub fn timed_held(hold: Option<(Function<'_>, u64)>, ops: Vec<(Op<'_>, &Stream)>) -> Result<f64, GpuError> {
     let mut streams: Vec<&Stream> = Vec::new();
     for (_, s) in &ops {
         if !streams.iter().any(|x| std::ptr::eq(*x, *s)) {
@@ -495,6 +503,9 @@ pub fn timed(ops: Vec<(Op<'_>, &Stream)>) -> Result<f64, GpuError> {
         .iter()
         .map(|_| Event::new())
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some((f, arg)) = hold {
+        launch(f, 1, 1, &[Arg::U64(arg)], first)?;
+    }
     start.record(first)?;
     for s in &streams[1..] {
         start.wait_on(s)?;
