@@ -12,7 +12,7 @@ mod sections;
 
 use serde_json::Value;
 
-pub use sections::sections;
+pub use sections::{dram_cells, sections};
 use svg::esc;
 
 /// What the report says about a run besides its document.

@@ -2,8 +2,8 @@
 //! matrices with their latency tiers, curves, and tables.
 
 use memfabric_model::{
-    BandwidthReport, C2cReport, GpuBandwidthReport, GpuCopyReport, GpuLatencyReport, LatencyReport,
-    LoadedLatencyReport, Outcome, StreamReport, SweepLevels, SweepReport,
+    BandwidthReport, C2cReport, DramTraffic, GpuBandwidthReport, GpuCopyReport, GpuLatencyReport,
+    LatencyReport, LoadedLatencyReport, Outcome, StreamReport, SweepLevels, SweepReport,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -244,6 +244,22 @@ fn bandwidth(r: &BandwidthReport) -> String {
     s
 }
 
+/// A cell's counted traffic as table cells: read, write and total GB, the program's
+/// GB, and the ratio, read ratio and write ratio ("-" where not known).
+pub fn dram_cells(d: &DramTraffic) -> [String; 7] {
+    let gb = |b: Option<u64>| b.map_or("-".to_string(), |b| format!("{:.2}", b as f64 * 1e-9));
+    let ratio = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+    [
+        gb(d.system.read_bytes),
+        gb(d.system.write_bytes),
+        gb(Some(d.system.total_bytes)),
+        gb(Some(d.program_read_bytes + d.program_write_bytes)),
+        ratio(d.ratio),
+        ratio(d.read_ratio),
+        ratio(d.write_ratio),
+    ]
+}
+
 /// The memory controllers' count of each cell's traffic beside the program's bytes,
 /// or why there is none.
 fn dram(r: &BandwidthReport) -> String {
@@ -255,8 +271,6 @@ fn dram(r: &BandwidthReport) -> String {
         let reason = reason.strip_prefix("not counted: ").unwrap_or(reason);
         return format!("<p class=\"meta\">DRAM traffic not counted: {}</p>", esc(reason));
     };
-    let gb = |b: Option<u64>| b.map_or("-".to_string(), |b| format!("{:.2}", b as f64 * 1e-9));
-    let ratio = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
     let mut s = format!(
         "<p>DRAM traffic over the timed samples, counted by {} (the whole machine's); ratio = counted / program bytes.</p>",
         esc(source)
@@ -267,18 +281,12 @@ fn dram(r: &BandwidthReport) -> String {
             continue;
         };
         s += &format!(
-            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             c.mix,
             c.cpus.len(),
             c.cpu_node,
             c.mem_node,
-            gb(d.system.read_bytes),
-            gb(d.system.write_bytes),
-            gb(Some(d.system.total_bytes)),
-            gb(Some(d.program_read_bytes + d.program_write_bytes)),
-            ratio(d.ratio),
-            ratio(d.read_ratio),
-            ratio(d.write_ratio)
+            dram_cells(d).join("</td><td>")
         );
     }
     s + "</table>"

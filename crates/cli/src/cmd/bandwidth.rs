@@ -355,8 +355,6 @@ fn render_dram<'a>(
             false => format!("DRAM traffic {}\n", counting.reason),
         };
     };
-    let gb = |b: Option<u64>| b.map_or("-".into(), |b| format!("{:.2}", b as f64 * 1e-9));
-    let ratio = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.2}"));
     let mut t = Table::new(&[
         "<measurement",
         "read GB",
@@ -373,17 +371,10 @@ fn render_dram<'a>(
             t.row(vec![label, "not counted".into()]);
             continue;
         };
-        t.row(vec![
-            label,
-            gb(d.system.read_bytes),
-            gb(d.system.write_bytes),
-            gb(Some(d.system.total_bytes)),
-            gb(Some(d.program_read_bytes + d.program_write_bytes)),
-            ratio(d.ratio),
-            ratio(d.read_ratio),
-            ratio(d.write_ratio),
-            format!("{:.2}", d.system.total_gb_s),
-        ]);
+        let mut row = vec![label];
+        row.extend(memfabric_report::dram_cells(d));
+        row.push(format!("{:.2}", d.system.total_gb_s));
+        t.row(row);
     }
     let mut out = format!(
         "\nDRAM traffic over the timed samples, counted by {source} (the whole machine's; ratio = counted / program bytes):\n"
