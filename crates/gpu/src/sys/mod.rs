@@ -18,7 +18,7 @@ pub use nvml::{Nvml, NvmlDevice};
 pub enum GpuError {
     #[error("no NVIDIA driver found (libcuda.so could not be loaded)")]
     NoDriver,
-    #[error("no CUDA device {0}: the driver sees {1}")]
+    #[error("no CUDA device {0}: the NVIDIA driver sees {1} GPU(s)")]
     NoDevice(u32, i32),
     #[error("{what}: {source}")]
     Driver { what: String, source: DriverError },
