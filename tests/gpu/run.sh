@@ -6,7 +6,8 @@
 #   1. the driver library exports every CUDA function memfabric calls, and NVML every
 #      function it looks up (a missing one would be a failed result at run time);
 #   2. memfabric loads that libcuda at run time, and with no GPU present reports
-#      "skipped: no CUDA device 0" and exits 0 (cuInit's CUDA_ERROR_NO_DEVICE path).
+#      "skipped: no CUDA device 0" and exits 0 (cuInit's CUDA_ERROR_NO_DEVICE path);
+#   3. NVML loads, and its failure without the kernel driver is a note, not a crash.
 # The checks that need a GPU are the #[ignore]d tests of crates/gpu (see docs/GPU.md).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -67,4 +68,8 @@ import json, sys
 o = json.loads(sys.argv[1])["result"]["outcome"]
 assert o["status"] == "skipped" and o["reason"].startswith("no CUDA device 0"), o
 PY
+NOTE=$(LD_LIBRARY_PATH="$LIB" cargo test -q -p memfabric-gpu --lib telemetry_without -- --nocapture 2>&1) \
+    || die "NVML without its kernel driver: $NOTE"
+grep -q "nvmlInit failed" <<<"$NOTE" || die "Debian's NVML was not the one loaded: $NOTE"
+say "NVML loads and its failure is a note: $(grep -o 'NVML: .*' <<<"$NOTE")"
 say "OK: libcuda loaded at run time; no GPU is a skip: $(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["result"]["outcome"]["reason"])' "$OUT")"

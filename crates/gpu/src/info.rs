@@ -156,6 +156,18 @@ mod tests {
         assert_eq!(parse_numa_node("1\n"), Some(1));
     }
 
+    /// No NVML, an NVML without its kernel driver (tests/gpu/run.sh runs this with
+    /// Debian's libnvidia-ml), or no GPU at that slot: a note, and empty state.
+    #[test]
+    fn telemetry_without_a_usable_nvml_is_a_note_and_an_empty_state() {
+        let t = Telemetry::open("0000:ff:1f.7");
+        let note = t.note().expect("no GPU sits at this bus id");
+        eprintln!("NVML: {note}");
+        assert!(note.contains("NVML"), "{note}");
+        assert_eq!(t.state(), GpuState::default());
+        assert!(t.pcie().is_none() && t.driver_version().is_none());
+    }
+
     #[test]
     fn sysfs_link_of_a_fixture_slot() {
         let d = std::env::temp_dir().join(format!("memfabric-pcie-{}", std::process::id()));

@@ -25,9 +25,22 @@ impl Nvml {
         // SAFETY: nvmlInit_v2 takes no arguments.
         let rc = unsafe { n.sym::<NvmlFn0>("nvmlInit_v2").map(|f| f()) }?;
         if rc != 0 {
-            return Err(format!("nvmlInit failed with NVML error {rc}"));
+            return Err(format!("nvmlInit failed: {} (NVML error {rc})", n.error(rc)));
         }
         Ok(n)
+    }
+
+    /// NVML's own text for an error code.
+    fn error(&self, rc: i32) -> String {
+        type F = unsafe extern "C" fn(i32) -> *const std::ffi::c_char;
+        // SAFETY: nvmlErrorString's signature; it returns a static NUL-terminated
+        // string (or null, handled).
+        unsafe {
+            match self.sym::<F>("nvmlErrorString").map(|f| f(rc)) {
+                Ok(p) if !p.is_null() => CStr::from_ptr(p).to_string_lossy().into_owned(),
+                _ => "unknown error".into(),
+            }
+        }
     }
 
     /// # Safety
