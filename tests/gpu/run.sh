@@ -16,7 +16,7 @@ WORK="$ROOT/target/gpu-driver"
 say() { echo "[gpu] $*"; }
 die() { echo "[gpu] FAIL: $*" >&2; exit 1; }
 
-# Every driver function memfabric calls: directly in crates/gpu/src/sys/mod.rs, and
+# Every driver function memfabric calls: directly in crates/gpu/src/sys/*.rs, and
 # through cudarc's result:: wrappers it uses there (each wrapper's function named).
 CUDA_FUNCTIONS="cuInit cuDeviceGetCount cuDeviceGet cuDevicePrimaryCtxRetain
 cuDevicePrimaryCtxRelease_v2 cuCtxSetCurrent cuCtxSynchronize cuDeviceGetAttribute
@@ -28,9 +28,9 @@ cuMemFreeHost cuMemHostRegister_v2 cuMemHostUnregister cuMemHostGetDevicePointer
 cuMemcpyHtoDAsync_v2 cuMemcpyDtoHAsync_v2 cuLaunchKernel cuGetErrorString cuGetErrorName"
 NVML_FUNCTIONS=$(grep -ho '"nvml[A-Z][A-Za-z0-9_]*"' crates/gpu/src/sys/nvml.rs crates/gpu/src/info.rs | tr -d '"' | sort -u)
 
-# The list must name every function sys/mod.rs calls directly.
-for f in $(grep -o 'sys::cu[A-Za-z0-9_]*' crates/gpu/src/sys/mod.rs | sed 's/sys:://' | sort -u); do
-    grep -qw "$f" <<<"$CUDA_FUNCTIONS" || die "$f is called in crates/gpu/src/sys/mod.rs but not listed here"
+# The list must name every function crates/gpu/src/sys calls directly.
+for f in $(grep -ho 'sys::cu[A-Za-z0-9_]*' crates/gpu/src/sys/*.rs | sed 's/sys:://' | sort -u); do
+    grep -qw "$f" <<<"$CUDA_FUNCTIONS" || die "$f is called in crates/gpu/src/sys but not listed here"
 done
 
 LIB="$WORK/root/usr/lib/x86_64-linux-gnu/nvidia/current"
