@@ -4,7 +4,7 @@
 
 use memfabric_measure::observer::{interrupted, Observer};
 use memfabric_measure::order::{sattolo, Rng};
-use memfabric_measure::placement::{allocate_on_node, describe_mismatch, pin};
+use memfabric_measure::placement::{allocate_verified, pin};
 use memfabric_measure::sys::flush::{flush_lines, walk, CAN_FLUSH};
 use memfabric_model::{GpuInjection, GpuInjectionCase, HugePages, InjectionCase, Outcome, Summary};
 
@@ -65,21 +65,13 @@ fn on_cpu(
 ) -> Result<Outcome<GpuInjection>, GpuError> {
     dev.bind()?;
     let bytes = lines * LINE;
-    let placed =
-        pin(plan.cpu).and_then(|affinity| allocate_on_node(bytes, plan.node, HugePages::Off, affinity));
-    let (mut buf, placement) = match placed {
+    let placed = pin(plan.cpu)
+        .map_err(|e| e.to_string())
+        .and_then(|affinity| allocate_verified(bytes, plan.node, HugePages::Off, affinity));
+    let (mut buf, _) = match placed {
         Ok(p) => p,
-        Err(e) => {
-            return Ok(Outcome::Failed {
-                reason: e.to_string(),
-            })
-        }
+        Err(reason) => return Ok(Outcome::Failed { reason }),
     };
-    if !placement.verified {
-        return Ok(Outcome::Failed {
-            reason: describe_mismatch(&placement),
-        });
-    }
     // Whole pages: older drivers refuse to register a range that is not page-aligned.
     let mut host = Registered::new(dev, buf.as_mut_slice())?;
     // Absolute addresses: the image means something only at this buffer's address.

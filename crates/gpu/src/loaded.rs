@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use memfabric_measure::latency::{prepare_chase, ChaseShape, ReadyChase};
 use memfabric_measure::observer::{interrupted, Observer};
-use memfabric_measure::placement::{allocate_on_node, describe_mismatch, pin};
+use memfabric_measure::placement::{allocate_verified, pin};
 use memfabric_measure::sys::{current_affinity, Buffer};
 use memfabric_model::{CopyDirection, GpuLoadedPoint, HugePages, Outcome};
 
@@ -109,18 +109,13 @@ fn on_cpu(
 fn dma_buffers(plan: &GpuLoadedPlan, count: usize) -> Result<Vec<Buffer>, String> {
     (0..count)
         .map(|_| {
-            let (b, p) = allocate_on_node(
+            allocate_verified(
                 plan.copy_bytes as usize,
                 plan.node,
                 HugePages::Off,
                 vec![plan.cpu],
             )
-            .map_err(|e| e.to_string())?;
-            if p.verified {
-                Ok(b)
-            } else {
-                Err(describe_mismatch(&p))
-            }
+            .map(|(b, _)| b)
         })
         .collect()
 }

@@ -9,7 +9,7 @@ use memfabric_model::{
 
 use crate::observer::{interrupted, Observer};
 use crate::order::successors;
-use crate::placement::{allocate_on_node, describe_mismatch, pin};
+use crate::placement::{allocate_verified, pin};
 use crate::sys::{chase, chase_count_cycle, link_chase, Chain};
 
 /// One cell: a CPU (on `cpu_node`) chasing through memory on `mem_node`.
@@ -135,11 +135,8 @@ pub fn prepare_chase(
 ) -> Result<ReadyChase, NotReady> {
     let failed = NotReady::Failed;
     let affinity = pin(cpu).map_err(|e| failed(e.to_string()))?;
-    let (buf, placement) = allocate_on_node(shape.size_bytes as usize, node, shape.huge_pages, affinity)
-        .map_err(|e| failed(e.to_string()))?;
-    if !placement.verified {
-        return Err(failed(describe_mismatch(&placement)));
-    }
+    let (buf, placement) =
+        allocate_verified(shape.size_bytes as usize, node, shape.huge_pages, affinity).map_err(failed)?;
     let stride = shape.stride_bytes as usize;
     // The chase covers size_bytes, not the whole (page-rounded) mapping: a 20 KiB chase
     // stays 20 KiB, with 4 KiB pages as with 1 GiB ones.

@@ -96,6 +96,21 @@ fn tally(placement: &mut Placement, status: &[i32]) {
     placement.verified = !status.is_empty() && placement.pages_on_node == status.len() as u64;
 }
 
+/// As [`allocate_on_node`], with a placement that cannot be verified an error too:
+/// the buffer is usable only where its pages are where they were asked to be.
+pub fn allocate_verified(
+    size_bytes: usize,
+    node: u32,
+    huge: HugePages,
+    affinity: Vec<u32>,
+) -> Result<(Buffer, Placement), String> {
+    let (buf, placement) = allocate_on_node(size_bytes, node, huge, affinity).map_err(|e| e.to_string())?;
+    if !placement.verified {
+        return Err(describe_mismatch(&placement));
+    }
+    Ok((buf, placement))
+}
+
 /// One line saying where pages went, for an error message.
 pub fn describe_mismatch(p: &Placement) -> String {
     let elsewhere: Vec<String> = p

@@ -9,7 +9,7 @@ use std::time::Instant;
 use memfabric_model::{HugePages, Placement};
 
 use crate::observer::Observer;
-use crate::placement::{allocate_on_node, describe_mismatch, pin};
+use crate::placement::{allocate_verified, pin};
 use crate::sys::{Buffer, ARRAY_ALIGN};
 
 /// One member: the CPU it is pinned to and the node its arrays live on.
@@ -45,11 +45,7 @@ impl Arrays {
     pub fn new(m: Member, count: usize, elements: usize, huge: HugePages) -> Result<Arrays, String> {
         let affinity = pin(m.cpu).map_err(|e| e.to_string())?;
         let bytes = count * stride_elements(elements) * 8;
-        let (buf, placement) =
-            allocate_on_node(bytes, m.mem_node, huge, affinity).map_err(|e| e.to_string())?;
-        if !placement.verified {
-            return Err(describe_mismatch(&placement));
-        }
+        let (buf, placement) = allocate_verified(bytes, m.mem_node, huge, affinity)?;
         Ok(Arrays {
             buf,
             elements,
