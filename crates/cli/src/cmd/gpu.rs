@@ -280,17 +280,29 @@ fn node_and_cpu(
     }
 }
 
-/// The NUMA node of GPU `n`, read without measuring.
-fn gpu_node(n: u32) -> Option<u32> {
-    memfabric_gpu::Gpu::open(n, Path::new("/sys"))
-        .ok()?
-        .info
-        .numa_node
+/// Runs `measure` on GPU `n` on a node and CPU: those asked for (refused before the GPU
+/// is touched where wrong), else the GPU's own node, known once it is open. Returns
+/// the node and CPU used with the result.
+fn on_node<T>(
+    topo: &Topology,
+    n: u32,
+    node: Option<u32>,
+    cpu: Option<u32>,
+    measure: impl FnOnce(&memfabric_gpu::Gpu, u32, u32) -> Result<Outcome<T>, memfabric_gpu::GpuError>,
+) -> Result<(u32, u32, Option<GpuRecord>, Outcome<T>)> {
+    let mut chosen = node_and_cpu(topo, node, None, cpu)?;
+    let (gpu, outcome) = with_gpu(n, Path::new("/sys"), |g| {
+        if node.is_none() && g.info.numa_node.is_some() {
+            chosen = node_and_cpu(topo, None, g.info.numa_node, cpu)
+                .map_err(|e| memfabric_gpu::GpuError::Other(e.to_string()))?;
+        }
+        measure(g, chosen.0, chosen.1)
+    });
+    Ok((chosen.0, chosen.1, gpu, outcome))
 }
 
 fn measure_loaded(ctx: &Ctx, topo: &Topology, n: u32, a: &GpuLoadedArgs) -> Result<GpuLoadedLatencyReport> {
     positive("--samples", a.samples)?;
-    let (node, cpu) = node_and_cpu(topo, a.node, gpu_node(n), a.cpu)?;
     let direction = directions(&[a.direction])
         .first()
         .copied()
@@ -304,7 +316,7 @@ fn measure_loaded(ctx: &Ctx, topo: &Topology, n: u32, a: &GpuLoadedArgs) -> Resu
     } else {
         gaps.extend(a.gaps.iter().map(|&g| Some(g)));
     }
-    let p = loaded::GpuLoadedPlan {
+    let plan = |cpu, node| loaded::GpuLoadedPlan {
         cpu,
         node,
         chase: ChaseShape {
@@ -317,11 +329,13 @@ fn measure_loaded(ctx: &Ctx, topo: &Topology, n: u32, a: &GpuLoadedArgs) -> Resu
         },
         copy_bytes: a.copy_size,
         direction,
-        gaps_us: gaps,
+        gaps_us: gaps.clone(),
         samples: a.samples,
         sample_time: Duration::from_millis(a.sample_ms.max(1)),
     };
-    let (gpu, outcome) = with_gpu(n, Path::new("/sys"), |g| loaded::measure(g, &p, &ctx.progress));
+    let (node, cpu, gpu, outcome) = on_node(topo, n, a.node, a.cpu, |g, node, cpu| {
+        loaded::measure(g, &plan(cpu, node), &ctx.progress)
+    })?;
     Ok(GpuLoadedLatencyReport {
         gpu,
         cpu,
@@ -338,15 +352,16 @@ fn measure_injection(ctx: &Ctx, topo: &Topology, n: u32, a: &GpuInjectionArgs) -
     if a.size < 4096 || !a.size.is_multiple_of(64) {
         return Err(Usage("--size must be a multiple of 64 bytes, at least 4K".into()).into());
     }
-    let (node, cpu) = node_and_cpu(topo, a.node, gpu_node(n), a.cpu)?;
-    let p = injection::GpuInjectionPlan {
+    let plan = |cpu, node| injection::GpuInjectionPlan {
         cpu,
         node,
         buffer_bytes: a.size,
         samples: a.samples,
         seed: a.seed,
     };
-    let (gpu, outcome) = with_gpu(n, Path::new("/sys"), |g| injection::measure(g, &p, &ctx.progress));
+    let (node, cpu, gpu, outcome) = on_node(topo, n, a.node, a.cpu, |g, node, cpu| {
+        injection::measure(g, &plan(cpu, node), &ctx.progress)
+    })?;
     Ok(GpuInjectionReport {
         gpu,
         cpu,
