@@ -108,8 +108,8 @@ fn node_cell(
     // the cycle is longer than all the walks together, so no GPU cache can serve one.
     let mut at = start;
     let mut walk = |n: u64| -> Result<Chased, String> {
-        let (c, end) = walk_from(gpu, stream, &mapped, n, at, out).map_err(|e| e.to_string())?;
-        at = end;
+        let c = chase(gpu, stream, Arg::Mapped(&mapped), n, at, out).map_err(|e| e.to_string())?;
+        at = c.end;
         Ok(c)
     };
     walk(WARM_STEPS)?;
@@ -125,19 +125,6 @@ fn node_cell(
             placement,
         },
     )
-}
-
-/// One chase from `start`; also returns where it ended (the kernel's out[0]).
-fn walk_from(
-    gpu: &Gpu,
-    stream: &Stream,
-    mapped: &Registered<'_>,
-    steps: u64,
-    start: u32,
-    out: &DeviceMem,
-) -> Result<(Chased, u32), GpuError> {
-    let c = chase(gpu, stream, Arg::Mapped(mapped), steps, start, out)?;
-    Ok((c, c.end))
 }
 
 /// ns per load of each run, and the summaries of ns and cycles per load.
