@@ -310,12 +310,11 @@ fn measure_loaded(ctx: &Ctx, topo: &Topology, n: u32, a: &GpuLoadedArgs) -> Resu
     let chase_bytes = a
         .chase_size
         .unwrap_or(topo.total_llc_bytes().saturating_mul(4).max(256 << 20));
-    let mut gaps: Vec<Option<u64>> = vec![None];
-    if a.gaps.is_empty() {
-        gaps.extend([10_000, 3_000, 1_000, 300, 100, 30, 10, 0].map(Some));
+    let gaps: Vec<Option<u64>> = if a.gaps.is_empty() {
+        loaded::default_gaps()
     } else {
-        gaps.extend(a.gaps.iter().map(|&g| Some(g)));
-    }
+        std::iter::once(None).chain(a.gaps.iter().map(|&g| Some(g))).collect()
+    };
     let plan = |cpu, node| loaded::GpuLoadedPlan {
         cpu,
         node,
