@@ -72,7 +72,7 @@ pub struct GpuBandwidthArgs {
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub samples: usize,
     /// Threads per block
-    #[arg(long, value_name = "N", default_value_t = 256)]
+    #[arg(long, value_name = "N", default_value_t = memfabric_gpu::plan::BLOCK_THREADS)]
     pub block_threads: u32,
 }
 
