@@ -313,7 +313,9 @@ fn measure_loaded(ctx: &Ctx, topo: &Topology, n: u32, a: &GpuLoadedArgs) -> Resu
     let gaps: Vec<Option<u64>> = if a.gaps.is_empty() {
         loaded::default_gaps()
     } else {
-        std::iter::once(None).chain(a.gaps.iter().map(|&g| Some(g))).collect()
+        std::iter::once(None)
+            .chain(a.gaps.iter().map(|&g| Some(g)))
+            .collect()
     };
     let plan = |cpu, node| loaded::GpuLoadedPlan {
         cpu,
