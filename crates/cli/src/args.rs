@@ -12,10 +12,7 @@ mod history;
 mod monitor;
 mod pairs;
 mod theory;
-pub use gpu::{
-    directions, GpuArgs, GpuBandwidthArgs, GpuCommand, GpuCopyArgs, GpuHostLatencyArgs, GpuInjectionArgs,
-    GpuLatencyArgs, GpuLoadedArgs, GPU_HELP,
-};
+pub use gpu::{directions, GpuArgs, GpuBandwidthArgs, GpuCommand, GpuCopyArgs, GPU_HELP};
 pub use history::{CompareArgs, ExportFormat, ReportArgs, RunRef, RunsAction, RunsArgs};
 pub use monitor::{DramArg, DramArgs, MonitorArgs, MONITOR_HELP};
 pub use pairs::{C2cArgs, C2cModeArg, SweepArgs, SweepThreadsArg, SweepWhat, C2C_HELP, SWEEP_HELP};

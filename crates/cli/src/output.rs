@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use memfabric_model::{Envelope, Figure, Figures, Tool, SCHEMA_VERSION};
+use memfabric_model::{Envelope, Failures, Figure, Figures, Tool, SCHEMA_VERSION};
 use memfabric_store::{NewRun, Store};
 use memfabric_topo::Topology;
 use serde::Serialize;
@@ -242,6 +242,19 @@ pub fn summarize(command: &str, figures: &[Figure]) -> String {
 }
 
 impl Ctx {
+    /// Saves and prints a measurement's report; exit status 1 when any of its cells
+    /// failed.
+    pub fn conclude<T: Serialize + Figures + Failures>(
+        &self,
+        command: &str,
+        topo: &Topology,
+        report: &T,
+        text: impl FnOnce() -> String,
+    ) -> Result<Status> {
+        self.finish_report(command, topo, report, text)?;
+        Ok(Status::from_failures(!report.failures().is_empty()))
+    }
+
     /// `finish` for a result that flattens into figures.
     pub fn finish_report<T: Serialize + Figures>(
         &self,

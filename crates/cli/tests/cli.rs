@@ -18,6 +18,8 @@ mod loaded;
 mod monitor;
 #[path = "cli/runs.rs"]
 mod runs;
+#[path = "cli/stored.rs"]
+mod stored;
 #[path = "cli/sweep.rs"]
 mod sweep;
 #[path = "cli/theory.rs"]

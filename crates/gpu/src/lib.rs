@@ -11,6 +11,7 @@ pub mod info;
 pub mod injection;
 pub mod latency;
 pub mod loaded;
+pub mod measurements;
 pub mod plan;
 pub mod ptx;
 pub mod sys;

@@ -257,6 +257,55 @@ pub fn round_array_bytes(bytes: u64) -> u64 {
     bytes.max(block).next_multiple_of(block)
 }
 
+/// `memfabric bandwidth`: its own options, the socket links for the share of peak,
+/// and where DRAM traffic is counted from.
+pub struct BandwidthAsk {
+    pub options: crate::plan::BandwidthOptions,
+    pub links: Option<memfabric_model::LinkPeak>,
+    pub dram: crate::monitor::DramSource,
+}
+
+/// A bandwidth plan with its counter source open.
+pub struct BandwidthReady {
+    pub checked: crate::measurement::Checked<BandwidthPlan>,
+    pub links: Option<memfabric_model::LinkPeak>,
+    counters: Option<DramCounters>,
+    counting: memfabric_model::DramCounting,
+}
+
+/// `memfabric bandwidth`.
+pub struct Bandwidth;
+
+impl crate::measurement::Measurement for Bandwidth {
+    const ENTRY: crate::registry::Entry = crate::registry::BANDWIDTH;
+    type Options = crate::measurement::Request<BandwidthAsk>;
+    type Plan = BandwidthReady;
+    type Report = BandwidthReport;
+
+    fn plan(m: &crate::plan::Machine, o: &Self::Options) -> Result<Self::Plan, crate::plan::PlanError> {
+        let checked = o.check(|sel, ask| crate::plan::bandwidth_plan(m, sel, &ask.options))?;
+        let (counters, counting) = o.options.dram.open();
+        Ok(BandwidthReady {
+            checked,
+            links: o.options.links.clone(),
+            counters,
+            counting,
+        })
+    }
+
+    fn run(p: &Self::Plan, obs: &dyn Observer) -> BandwidthReport {
+        run(&p.checked.plan, p.counters.as_ref(), obs)
+    }
+
+    fn enrich(r: &mut BandwidthReport, p: &Self::Plan, m: &crate::plan::Machine) {
+        r.dram_counting = crate::monitor::finish_counting(p.counting.clone(), p.counters.as_ref());
+        let conditions = crate::noise::Conditions::read();
+        crate::noise::annotate_bandwidth(r, m.topo, &conditions, p.checked.threshold_cv);
+        crate::efficiency::annotate(r, m.topo, p.links.as_ref());
+        r.firmware = crate::firmware::compare_bandwidth(r, m.topo);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

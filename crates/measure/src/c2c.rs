@@ -239,6 +239,28 @@ pub fn annotate_noise(r: &mut C2cReport, topo: &Topology, cond: &Conditions, thr
     }
 }
 
+/// `memfabric c2c`.
+pub struct CoreToCore;
+
+impl crate::measurement::Measurement for CoreToCore {
+    const ENTRY: crate::registry::Entry = crate::registry::C2C;
+    type Options = crate::measurement::Request<crate::c2c_plan::C2cOptions>;
+    type Plan = crate::measurement::Checked<crate::c2c_plan::C2cPlan>;
+    type Report = C2cReport;
+
+    fn plan(m: &crate::plan::Machine, o: &Self::Options) -> Result<Self::Plan, crate::plan::PlanError> {
+        o.check(|_, opt| crate::c2c_plan::c2c_plan(m, opt))
+    }
+
+    fn run(p: &Self::Plan, obs: &dyn Observer) -> C2cReport {
+        run(&p.plan, obs)
+    }
+
+    fn enrich(r: &mut C2cReport, p: &Self::Plan, m: &crate::plan::Machine) {
+        annotate_noise(r, m.topo, &Conditions::read(), p.threshold_cv);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

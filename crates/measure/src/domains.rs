@@ -70,3 +70,41 @@ pub fn run(plan: &DomainPlan, dram: Option<&DramCounters>, obs: &dyn Observer) -
         dram_counting: Default::default(),
     }
 }
+
+/// A per-domain plan with its counter source open.
+pub struct DomainsReady {
+    pub checked: crate::measurement::Checked<DomainPlan>,
+    counters: Option<DramCounters>,
+    counting: memfabric_model::DramCounting,
+}
+
+/// `memfabric bandwidth --per-domain`.
+pub struct Domains;
+
+impl crate::measurement::Measurement for Domains {
+    const ENTRY: crate::registry::Entry = crate::registry::BANDWIDTH;
+    type Options = crate::measurement::Request<(crate::plan::DomainOptions, crate::monitor::DramSource)>;
+    type Plan = DomainsReady;
+    type Report = DomainScalingReport;
+
+    fn plan(m: &crate::plan::Machine, o: &Self::Options) -> Result<Self::Plan, crate::plan::PlanError> {
+        let checked = o.check(|sel, (opt, _)| crate::plan::domain_plan(m, sel, opt))?;
+        let (counters, counting) = o.options.1.open();
+        Ok(DomainsReady {
+            checked,
+            counters,
+            counting,
+        })
+    }
+
+    fn run(p: &Self::Plan, obs: &dyn Observer) -> DomainScalingReport {
+        run(&p.checked.plan, p.counters.as_ref(), obs)
+    }
+
+    fn enrich(r: &mut DomainScalingReport, p: &Self::Plan, m: &crate::plan::Machine) {
+        r.dram_counting = crate::monitor::finish_counting(p.counting.clone(), p.counters.as_ref());
+        let conditions = crate::noise::Conditions::read();
+        crate::noise::annotate_domains(r, m.topo, &conditions, p.checked.threshold_cv);
+        crate::efficiency::annotate_domains(r, m.topo);
+    }
+}

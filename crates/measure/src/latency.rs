@@ -235,6 +235,30 @@ fn loads_per_sample(sample_time: Duration, ns_per_load: f64) -> u64 {
     n.clamp(4096, 1 << 34).next_multiple_of(8)
 }
 
+/// `memfabric latency`.
+pub struct Latency;
+
+impl crate::measurement::Measurement for Latency {
+    const ENTRY: crate::registry::Entry = crate::registry::LATENCY;
+    type Options = crate::measurement::Request<crate::plan::LatencyOptions>;
+    type Plan = crate::measurement::Checked<LatencyPlan>;
+    type Report = LatencyReport;
+
+    fn plan(m: &crate::plan::Machine, o: &Self::Options) -> Result<Self::Plan, crate::plan::PlanError> {
+        o.check(|sel, opt| crate::plan::latency_plan(m, sel, opt))
+    }
+
+    fn run(p: &Self::Plan, obs: &dyn Observer) -> LatencyReport {
+        run(&p.plan, obs)
+    }
+
+    fn enrich(r: &mut LatencyReport, p: &Self::Plan, m: &crate::plan::Machine) {
+        let conditions = crate::noise::Conditions::read();
+        crate::noise::annotate_latency(r, m.topo, &conditions, p.threshold_cv);
+        r.firmware = crate::firmware::compare_latency(r, m.topo);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

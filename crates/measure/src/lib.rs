@@ -7,12 +7,14 @@ mod bandwidth_plan;
 pub mod c2c;
 pub mod c2c_plan;
 pub mod domains;
+pub mod efficiency;
 pub mod env;
 pub mod firmware;
 pub mod latency;
 pub mod levels;
 pub mod loaded;
 pub mod loaded_plan;
+pub mod measurement;
 pub mod monitor;
 pub mod noise;
 pub mod observer;
@@ -28,6 +30,7 @@ pub mod sys;
 pub mod team;
 pub mod theory;
 
+pub use measurement::{measure, Measurement, Request};
 pub use observer::{Observer, Silent};
 
 /// Unit tests that run real measurements take turns: on a 2-CPU machine two of them

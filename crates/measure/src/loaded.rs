@@ -254,6 +254,30 @@ pub fn spin_cost_ns() -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
+/// `memfabric loaded-latency`.
+pub struct LoadedLatency;
+
+impl crate::measurement::Measurement for LoadedLatency {
+    const ENTRY: crate::registry::Entry = crate::registry::LOADED_LATENCY;
+    type Options = crate::measurement::Request<crate::loaded_plan::LoadedOptions>;
+    type Plan = crate::measurement::Checked<LoadedPlan>;
+    type Report = LoadedLatencyReport;
+
+    fn plan(m: &crate::plan::Machine, o: &Self::Options) -> Result<Self::Plan, crate::plan::PlanError> {
+        o.check(|_, opt| crate::loaded_plan::loaded_plan(m, opt))
+    }
+
+    fn run(p: &Self::Plan, obs: &dyn Observer) -> LoadedLatencyReport {
+        run(&p.plan, obs)
+    }
+
+    fn enrich(r: &mut LoadedLatencyReport, p: &Self::Plan, m: &crate::plan::Machine) {
+        let conditions = crate::noise::Conditions::read();
+        crate::noise::annotate_loaded(r, m.topo, &conditions, p.threshold_cv);
+        crate::efficiency::annotate_loaded(r, m.topo);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

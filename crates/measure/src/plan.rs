@@ -119,6 +119,42 @@ impl Machine<'_> {
         Ok(c)
     }
 
+    /// Nodes with memory, or the ones asked for, each checked.
+    pub fn memory_nodes(&self, asked: Option<&[u32]>) -> Result<Vec<u32>, PlanError> {
+        match asked {
+            None => Ok(self.topo.memory_nodes()),
+            Some(list) => {
+                for &n in list {
+                    self.check_mem_node(n)?;
+                }
+                Ok(list.to_vec())
+            }
+        }
+    }
+
+    /// A node (which must exist) and a CPU to work from: the CPU asked for (online and
+    /// allowed), else the node's first allowed CPU, else the first allowed CPU (a
+    /// CPU-less node).
+    pub fn node_and_cpu(&self, node: u32, cpu: Option<u32>) -> Result<(u32, u32), PlanError> {
+        let n = self.topo.node(node).ok_or_else(|| PlanError::UnknownNode {
+            node,
+            known: self.known_nodes(),
+        })?;
+        if let Some(c) = cpu {
+            self.allowed_cpu(c)?;
+            return Ok((node, c));
+        }
+        let first = n
+            .cpus
+            .iter()
+            .find(|c| self.allowed_cpus.contains(c))
+            .or(self.allowed_cpus.first());
+        match first {
+            Some(&c) => Ok((node, c)),
+            None => Err(PlanError::BadValue("no CPU this process may run on".into())),
+        }
+    }
+
     /// Memory a node can still give. Its own MemFree, except on a one-node machine,
     /// where all of the system's available memory is that node's: some virtual
     /// machines (Firecracker guests, for one) count in nodeN/meminfo only the memory

@@ -204,6 +204,30 @@ fn check(arrays: &[&mut [f64]], passes: usize) -> ([u64; 3], [f64; 3]) {
     (errors, want)
 }
 
+/// `memfabric stream`.
+pub struct Stream;
+
+impl crate::measurement::Measurement for Stream {
+    const ENTRY: crate::registry::Entry = crate::registry::STREAM;
+    type Options = crate::measurement::Request<crate::plan::StreamOptions>;
+    type Plan = crate::measurement::Checked<StreamPlan>;
+    type Report = StreamReport;
+
+    fn plan(m: &crate::plan::Machine, o: &Self::Options) -> Result<Self::Plan, crate::plan::PlanError> {
+        o.check(|sel, opt| crate::plan::stream_plan(m, sel, opt))
+    }
+
+    fn run(p: &Self::Plan, obs: &dyn Observer) -> StreamReport {
+        run(&p.plan, obs)
+    }
+
+    fn enrich(r: &mut StreamReport, p: &Self::Plan, m: &crate::plan::Machine) {
+        let conditions = crate::noise::Conditions::read();
+        crate::noise::annotate_stream(r, m.topo, &conditions, p.threshold_cv);
+        crate::efficiency::annotate_stream(r, m.topo);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

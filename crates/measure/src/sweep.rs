@@ -227,6 +227,28 @@ pub fn annotate(r: &mut SweepReport, topo: &Topology, cond: &Conditions, thresho
     }
 }
 
+/// `memfabric sweep`.
+pub struct Sweep;
+
+impl crate::measurement::Measurement for Sweep {
+    const ENTRY: crate::registry::Entry = crate::registry::SWEEP;
+    type Options = crate::measurement::Request<crate::sweep_plan::SweepOptions>;
+    type Plan = crate::measurement::Checked<SweepPlan>;
+    type Report = SweepReport;
+
+    fn plan(m: &crate::plan::Machine, o: &Self::Options) -> Result<Self::Plan, crate::plan::PlanError> {
+        o.check(|_, opt| crate::sweep_plan::sweep_plan(m, opt))
+    }
+
+    fn run(p: &Self::Plan, obs: &dyn Observer) -> SweepReport {
+        run(&p.plan, obs)
+    }
+
+    fn enrich(r: &mut SweepReport, p: &Self::Plan, m: &crate::plan::Machine) {
+        annotate(r, m.topo, &Conditions::read(), p.threshold_cv);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

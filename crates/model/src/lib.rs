@@ -3,7 +3,11 @@
 //!
 //! The JSON layout is versioned by [`SCHEMA_VERSION`] and documented in docs/JSON.md.
 
+#![forbid(unsafe_code)]
+
 pub mod c2c;
+pub mod document;
+pub mod failures;
 pub mod figures;
 pub mod gpu;
 mod gpu_figures;
@@ -11,12 +15,15 @@ pub mod mix;
 pub mod monitor;
 pub mod results;
 pub mod stats;
+pub mod suite;
 pub mod sweep;
 pub mod theory;
 pub mod tiers;
 pub mod units;
 
 pub use c2c::*;
+pub use document::{Document, DocumentError, StoredDocument};
+pub use failures::{Failure, Failures};
 pub use figures::{Figure, Figures};
 pub use gpu::*;
 pub use mix::{Mix, UnknownMix};
@@ -26,6 +33,7 @@ pub use monitor::{
 };
 pub use results::*;
 pub use stats::Summary;
+pub use suite::{Cell, RunReport};
 pub use sweep::{
     Boundary, LevelComparison, Plateau, SweepBandwidthPoint, SweepBandwidthSetup, SweepLatencyPoint,
     SweepLatencySetup, SweepLevels, SweepPoint, SweepReport,

@@ -166,3 +166,10 @@ pub struct DramCounting {
     /// Why this source, or why none (what is missing and how to enable it).
     pub reason: String,
 }
+
+/// A monitor run keeps its traffic in its document; it has no figures to compare yet.
+impl crate::Figures for MonitorReport {
+    fn figures(&self) -> Vec<crate::Figure> {
+        Vec::new()
+    }
+}

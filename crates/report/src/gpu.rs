@@ -5,7 +5,7 @@ use memfabric_model::{GpuBandwidthReport, GpuCopyReport, GpuLatencyReport, GpuRe
 
 use crate::svg::{esc, LineChart, Series};
 
-fn reason<T>(o: &Outcome<T>) -> Option<String> {
+pub(crate) fn reason<T>(o: &Outcome<T>) -> Option<String> {
     match o {
         Outcome::Ok(_) => None,
         Outcome::Skipped { reason } => Some(format!("<p class=\"meta\">Skipped: {}</p>", esc(reason))),

@@ -2,15 +2,19 @@
 //! SVG heatmaps and curves drawn here, inline CSS, no script and no network
 //! reference, so it opens anywhere and can be mailed as is.
 //!
-//! Input is the JSON document a command printed (and the store kept), so a report can
-//! be made of any saved run, by any later version that still reads its schema.
+//! Input is the typed document a command printed (and the store kept), read back
+//! with [`StoredDocument::parse`], so a report can be made of any saved run by any
+//! later version that still reads its schema; one it cannot read is an error that
+//! says why, never a report with sections missing.
+
+#![forbid(unsafe_code)]
 
 pub mod svg;
 
 mod gpu;
 mod sections;
 
-use serde_json::Value;
+use memfabric_model::StoredDocument;
 
 pub use sections::{dram_cells, sections};
 use svg::esc;
@@ -64,9 +68,9 @@ fn page(title: &str, body: &str) -> String {
     )
 }
 
-fn header(info: &RunInfo, doc: &Value) -> String {
-    let env = &doc["environment"];
-    let field = |k: &str| env[k].as_str().unwrap_or("not known").to_string();
+fn header(info: &RunInfo, doc: &StoredDocument) -> String {
+    let env = doc.environment.clone().unwrap_or_default();
+    let known = |v: Option<String>| v.unwrap_or_else(|| "not known".into());
     format!(
         "<h1>memfabric: {}</h1><p class=\"meta\">{} on {} at {}; memfabric {}; CPU {}; kernel {}; THP {}; governor {}</p>",
         esc(&info.name()),
@@ -74,24 +78,28 @@ fn header(info: &RunInfo, doc: &Value) -> String {
         esc(info.host.as_deref().unwrap_or("?")),
         esc(&info.date),
         esc(&info.tool_version),
-        esc(&field("cpu_model")),
-        esc(&field("kernel")),
-        esc(&field("thp_enabled")),
-        esc(&field("governor")),
+        esc(&known(env.cpu_model)),
+        esc(&known(env.kernel)),
+        esc(&known(env.thp_enabled)),
+        esc(&known(env.governor)),
     )
 }
 
 /// The report of one run.
-pub fn render_run(info: &RunInfo, doc: &Value) -> String {
+pub fn render_run(info: &RunInfo, doc: &StoredDocument) -> String {
     let mut body = header(info, doc);
-    for (title, html) in sections(&info.command, &doc["result"]) {
+    for (title, html) in sections(&doc.document) {
         body += &format!("<h2>{}</h2>\n{html}\n", esc(&title));
     }
     page(&format!("memfabric {}", info.name()), &body)
 }
 
 /// The report of two runs: each run's sections, then every shared figure side by side.
-pub fn render_comparison(a: (&RunInfo, &Value), b: (&RunInfo, &Value), lines: &[CompareLine]) -> String {
+pub fn render_comparison(
+    a: (&RunInfo, &StoredDocument),
+    b: (&RunInfo, &StoredDocument),
+    lines: &[CompareLine],
+) -> String {
     let mut body = format!(
         "<h1>memfabric: {} vs {}</h1><p class=\"meta\">Differences are B - A. Grey rows are within the larger of the two runs' sample ranges: noise, not a change.</p>",
         esc(&a.0.name()),
@@ -116,7 +124,7 @@ pub fn render_comparison(a: (&RunInfo, &Value), b: (&RunInfo, &Value), lines: &[
         body += &header(info, doc)
             .replacen("<h1>", "<h3>", 1)
             .replacen("</h1>", "</h3>", 1);
-        for (title, html) in sections(&info.command, &doc["result"]) {
+        for (title, html) in sections(&doc.document) {
             body += &format!("<h3>{}</h3>\n{html}\n", esc(&title));
         }
     }

@@ -2,101 +2,119 @@
 //! matrices with their latency tiers, curves, and tables.
 
 use memfabric_model::{
-    BandwidthReport, C2cReport, DramTraffic, GpuBandwidthReport, GpuCopyReport, GpuLatencyReport,
-    LatencyReport, LoadedLatencyReport, Outcome, StreamReport, SweepLevels, SweepReport,
+    BandwidthReport, C2cReport, Cell, Document, DramTraffic, LatencyReport, LoadedLatencyReport, Outcome,
+    StreamReport, SweepLevels, SweepReport,
 };
-use serde::de::DeserializeOwned;
-use serde_json::Value;
+use memfabric_topo::Topology;
 
 use crate::svg::{esc, Heatmap, LineChart, Series};
 
-/// The part of a result a measurement's section reads: the result itself when the
-/// command is that measurement, else its field in a `run` document.
-fn part<T: DeserializeOwned>(command: &str, result: &Value, name: &str, field: &str) -> Option<T> {
-    let v = if command == name {
-        result
-    } else {
-        result.get(field)?
-    };
-    serde_json::from_value(v.clone()).ok()
-}
-
-/// (title, HTML) for every section the document has, in a fixed order.
-pub fn sections(command: &str, result: &Value) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let topo = if command == "topology" {
-        Some(result)
-    } else {
-        result.get("topology")
-    };
-    if let Some(t) = topo {
-        out.push(("Topology".to_string(), topology(t)));
-    }
-    if let Some(r) = part::<LatencyReport>(command, result, "latency", "latency") {
-        out.push(("Idle latency".to_string(), latency(&r)));
-    }
-    if let Some(r) = part::<BandwidthReport>(command, result, "bandwidth", "bandwidth") {
-        out.push(("Bandwidth".to_string(), bandwidth(&r)));
-    }
-    if command == "run" {
-        if let Some(r) = part::<BandwidthReport>(command, result, "", "mixes") {
-            out.push(("Bandwidth by access mix".to_string(), bandwidth(&r)));
+/// (title, HTML) for every section the document has, in a fixed order: for a run,
+/// the topology and then each cell of the suite.
+pub fn sections(doc: &Document) -> Vec<(String, String)> {
+    match doc {
+        Document::Run(r) => {
+            let mut out = vec![("Topology".to_string(), topology(&r.topology))];
+            out.extend(
+                Cell::ALL
+                    .iter()
+                    .map(|&c| (c.title().to_string(), body(&r.part(c)))),
+            );
+            out
         }
+        other => vec![(title(other).to_string(), body(other))],
     }
-    if let Some(r) = part::<LoadedLatencyReport>(command, result, "loaded-latency", "loaded_latency") {
-        out.push(("Loaded latency".to_string(), loaded(&r)));
-    }
-    if let Some(r) = part::<StreamReport>(command, result, "stream", "stream") {
-        out.push(("STREAM".to_string(), stream(&r)));
-    }
-    if let Some(r) = part::<C2cReport>(command, result, "c2c", "c2c") {
-        out.push(("Core-to-core latency".to_string(), c2c(&r)));
-    }
-    if let Some(r) = part::<SweepReport>(command, result, "sweep", "sweep") {
-        out.push(("Cache hierarchy sweep".to_string(), sweep(&r)));
-    }
-    if let Some(r) = part::<GpuBandwidthReport>(command, result, "gpu-bandwidth", "gpu_bandwidth") {
-        out.push(("GPU memory bandwidth".to_string(), crate::gpu::bandwidth(&r)));
-    }
-    if let Some(r) = part::<GpuLatencyReport>(command, result, "gpu-latency", "gpu_latency") {
-        out.push(("GPU memory latency".to_string(), crate::gpu::latency(&r)));
-    }
-    if let Some(r) = part::<GpuCopyReport>(command, result, "gpu-copy", "gpu_copy") {
-        out.push(("Host-device copies".to_string(), crate::gpu::copy(&r)));
-    }
-    out
 }
 
-fn ids(v: &Value, key: &str) -> usize {
-    v[key].as_array().map_or(0, Vec::len)
+/// The heading of a document's one section.
+fn title(doc: &Document) -> &'static str {
+    match doc {
+        Document::Latency(_) => "Idle latency",
+        Document::Bandwidth(_) => "Bandwidth",
+        Document::BandwidthDomains(_) => "Bandwidth per L3 domain",
+        Document::Stream(_) => "STREAM",
+        Document::LoadedLatency(_) => "Loaded latency",
+        Document::C2c(_) => "Core-to-core latency",
+        Document::Sweep(_) => "Cache hierarchy sweep",
+        Document::Monitor(_) => "Memory traffic",
+        Document::GpuInfo(_) => "GPU",
+        Document::GpuBandwidth(_) => "GPU memory bandwidth",
+        Document::GpuLatency(_) => "GPU memory latency",
+        Document::GpuCopy(_) => "Host-device copies",
+        Document::GpuHostLatency(_) => "GPU loads from host memory",
+        Document::GpuLoadedLatency(_) => "CPU latency under DMA load",
+        Document::GpuInjection(_) => "Cache injection",
+        Document::Run(_) => "Run",
+    }
 }
 
-fn topology(t: &Value) -> String {
+/// A document's section. Kinds without a drawing of their own show their outcome
+/// and their figures as a table, so no document renders as an empty section.
+fn body(doc: &Document) -> String {
+    match doc {
+        Document::Latency(r) => latency(r),
+        Document::Bandwidth(r) => bandwidth(r),
+        Document::Stream(r) => stream(r),
+        Document::LoadedLatency(r) => loaded(r),
+        Document::C2c(r) => c2c(r),
+        Document::Sweep(r) => sweep(r),
+        Document::GpuBandwidth(r) => crate::gpu::bandwidth(r),
+        Document::GpuLatency(r) => crate::gpu::latency(r),
+        Document::GpuCopy(r) => crate::gpu::copy(r),
+        Document::BandwidthDomains(_) => figures(doc, None),
+        Document::Monitor(r) => figures(doc, crate::gpu::reason(&r.outcome)),
+        Document::GpuInfo(r) => figures(doc, crate::gpu::reason(&r.outcome)),
+        Document::GpuHostLatency(r) => figures(doc, crate::gpu::reason(&r.outcome)),
+        Document::GpuLoadedLatency(r) => figures(doc, crate::gpu::reason(&r.outcome)),
+        Document::GpuInjection(r) => figures(doc, crate::gpu::reason(&r.outcome)),
+        // A run's cells are sections of their own (see `sections`).
+        Document::Run(_) => figures(doc, None),
+    }
+}
+
+/// Why there is no result (where there is none), then every figure in a table.
+fn figures(doc: &Document, why: Option<String>) -> String {
+    let mut s = why.unwrap_or_default();
+    let figs = doc.figures();
+    if figs.is_empty() {
+        if s.is_empty() {
+            s += "<p class=\"meta\">No figures.</p>";
+        }
+        return s;
+    }
+    s += "<table><tr><th class=\"l\">what</th><th class=\"l\">metric</th><th>value</th><th>min</th><th>max</th></tr>";
+    for f in figs {
+        let what: Vec<String> = f.dims.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let opt = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+        s += &format!(
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.2}</td><td>{}</td><td>{}</td></tr>",
+            esc(&what.join(" ")),
+            esc(&f.metric),
+            f.value,
+            opt(f.min),
+            opt(f.max)
+        );
+    }
+    s + "</table>"
+}
+
+fn topology(t: &Topology) -> String {
     let mut s = format!(
         "<p>{} package(s), {} die(s), {} L3 domain(s), {} NUMA node(s), {} CPUs.</p>",
-        ids(t, "packages"),
-        ids(t, "dies"),
-        ids(t, "l3_domains"),
-        ids(t, "nodes"),
-        ids(t, "cpus")
+        t.packages.len(),
+        t.dies.len(),
+        t.l3_domains.len(),
+        t.nodes.len(),
+        t.cpus.len()
     );
     s += "<table><tr><th>node</th><th class=\"l\">CPUs</th><th>memory GiB</th><th class=\"l\">note</th></tr>";
-    for n in t["nodes"].as_array().into_iter().flatten() {
-        let cpus: Vec<String> = n["cpus"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| c.to_string())
-            .collect();
-        let gib = n["mem_total_bytes"].as_f64().unwrap_or(0.0) / f64::from(1u32 << 30);
-        let note = if n["cpu_less"] == Value::Bool(true) {
-            "CPU-less"
-        } else {
-            ""
-        };
+    for n in &t.nodes {
+        let cpus: Vec<String> = n.cpus.iter().map(u32::to_string).collect();
+        let gib = n.mem_total_bytes as f64 / f64::from(1u32 << 30);
+        let note = if n.cpu_less { "CPU-less" } else { "" };
         s += &format!(
             "<tr><td>{}</td><td class=\"l\">{}</td><td>{gib:.1}</td><td class=\"l\">{note}</td></tr>",
-            n["id"],
+            n.id,
             esc(&cpus.join(","))
         );
     }

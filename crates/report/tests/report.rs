@@ -1,6 +1,7 @@
 //! The report as files: snapshots of the SVG and HTML, and what an offline page must
 //! not contain.
 
+use memfabric_model::StoredDocument;
 use memfabric_report::svg::{Heatmap, LineChart, Series};
 use memfabric_report::{render_comparison, render_run, CompareLine, RunInfo};
 use serde_json::{json, Value};
@@ -30,7 +31,22 @@ fn mix_info(mix: &str) -> Value {
     json!({"mix": mix, "description": "d", "arrays": 1, "bytes_per_element": 8, "non_temporal": false, "byte_counting": "counted <as> STREAM"})
 }
 
-/// A `run` document of a 2-socket machine with a CPU-less node.
+/// The `run` document memfabric 0.4.0 stored in the fixture database (a copy is
+/// opened: opening a store may write to it).
+fn stored_run() -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.sqlite");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/store/runs-v0.4.0.sqlite"
+    );
+    std::fs::copy(fixture, &db).unwrap();
+    let store = memfabric_store::Store::open(&db).unwrap();
+    serde_json::from_str(&store.document(1).unwrap()).unwrap()
+}
+
+/// A `run` document of a 2-socket machine with a CPU-less node: the stored run with
+/// the SNC fixture's topology and made-up latency and bandwidth matrices.
 fn run_doc() -> Value {
     let lat = [[80.0, 140.0, 250.0], [140.0, 81.0, 350.0]];
     let bw = [[40.0, 20.0, 10.0], [20.0, 39.0, 5.0]];
@@ -42,21 +58,27 @@ fn run_doc() -> Value {
             bcells.push(bandwidth_cell("read", c, m, bw[c as usize][m as usize]));
         }
     }
-    json!({
-        "schema_version": 2, "tool": {"name": "memfabric", "version": "0.2.0"}, "command": "run", "args": [],
-        "started_unix_s": 0,
-        "environment": {"cpu_model": "Test CPU <8 cores>", "kernel": "6.1", "thp_enabled": "madvise", "governor": "performance"},
-        "result": {
-            "topology": {"packages": [{}, {}], "dies": [{}, {}], "l3_domains": [{}, {}], "cpus": [0, 1, 2, 3],
-                "nodes": [{"id": 0, "cpus": [0, 1], "mem_total_bytes": 1073741824u64, "cpu_less": false},
-                          {"id": 1, "cpus": [2, 3], "mem_total_bytes": 1073741824u64, "cpu_less": false},
-                          {"id": 2, "cpus": [], "mem_total_bytes": 1073741824u64, "cpu_less": true}]},
-            "latency": {"pattern": "random", "huge_pages": "off", "size_bytes": 268435456u64, "stride_bytes": 64,
-                "window_bytes": null, "seed": 1, "cpu_nodes": [0, 1], "mem_nodes": [0, 1, 2], "cells": lcells},
-            "bandwidth": {"kernel": "avx2", "huge_pages": "off", "array_bytes_per_thread": 1048576, "mixes": [mix_info("read")],
-                "cpu_nodes": [0, 1], "mem_nodes": [0, 1, 2], "thread_counts": [], "cells": bcells}
-        }
-    })
+    let sys = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/snc-2s/sys");
+    let topology = memfabric_topo::Topology::read(std::path::Path::new(sys)).unwrap();
+    let mut doc = stored_run();
+    doc["tool"]["version"] = json!("0.2.0");
+    let env = &mut doc["environment"];
+    env["cpu_model"] = json!("Test CPU <8 cores>");
+    env["kernel"] = json!("6.1");
+    env["thp_enabled"] = json!("madvise");
+    env["governor"] = json!("performance");
+    let result = &mut doc["result"];
+    result["topology"] = serde_json::to_value(&topology).unwrap();
+    result["latency"] = json!({"pattern": "random", "huge_pages": "off", "size_bytes": 268435456u64, "stride_bytes": 64,
+        "window_bytes": null, "seed": 1, "cpu_nodes": [0, 1], "mem_nodes": [0, 1, 2], "cells": lcells});
+    result["bandwidth"] = json!({"kernel": "avx2", "huge_pages": "off", "array_bytes_per_thread": 1048576, "mixes": [mix_info("read")],
+        "cpu_nodes": [0, 1], "mem_nodes": [0, 1, 2], "thread_counts": [], "cells": bcells});
+    doc
+}
+
+/// The document as the report reads it.
+fn typed(doc: &Value) -> StoredDocument {
+    StoredDocument::parse(&doc.to_string()).unwrap()
 }
 
 fn info(id: i64, label: &str) -> RunInfo {
@@ -92,11 +114,23 @@ fn assert_offline(html: &str) {
 
 #[test]
 fn run_report_html() {
-    let html = render_run(&info(7, "DDR5-4800"), &run_doc());
+    let html = render_run(&info(7, "DDR5-4800"), &typed(&run_doc()));
     assert_offline(&html);
     assert!(html.contains("Latency tiers"), "tiers of a 2-socket matrix");
     assert!(html.contains("Test CPU &lt;8 cores&gt;"), "text is escaped");
-    assert_eq!(html.matches("<svg").count(), 2, "latency and bandwidth heatmaps");
+    let matrices =
+        &html[html.find("<h2>Idle latency").unwrap()..html.find("<h2>Bandwidth by access mix").unwrap()];
+    assert_eq!(
+        matrices.matches("<svg").count(),
+        2,
+        "latency and bandwidth heatmaps"
+    );
+    for cell in memfabric_model::Cell::ALL {
+        assert!(
+            html.contains(&format!("<h2>{}</h2>", cell.title())),
+            "a section per suite cell"
+        );
+    }
     assert!(
         html.contains("% of peak") && html.contains("52.1") && html.contains("&lt;SMBIOS&gt;"),
         "share of peak"
@@ -127,8 +161,8 @@ fn comparison_report_html() {
         },
     ];
     let html = render_comparison(
-        (&info(1, "DDR4-2400"), &run_doc()),
-        (&info(2, "DDR4-2666"), &run_doc()),
+        (&info(1, "DDR4-2400"), &typed(&run_doc())),
+        (&info(2, "DDR4-2666"), &typed(&run_doc())),
         &lines,
     );
     assert_offline(&html);
@@ -180,7 +214,7 @@ fn dram_traffic_table_where_counted_and_the_reason_where_not() {
     let bw = &mut doc["result"]["bandwidth"];
     bw["cells"][0]["outcome"]["dram"] = traffic;
     bw["dram_counting"] = json!({"source": "intel-imc", "reason": "intel-imc: the first available <of 6>"});
-    let html = render_run(&info(7, "DDR5-4800"), &doc);
+    let html = render_run(&info(7, "DDR5-4800"), &typed(&doc));
     assert_offline(&html);
     assert!(html.contains("counted by intel-imc"), "the table's title");
     assert!(
@@ -190,7 +224,7 @@ fn dram_traffic_table_where_counted_and_the_reason_where_not() {
     let bw = &mut doc["result"]["bandwidth"];
     bw["dram_counting"] =
         json!({"source": null, "reason": "no memory-traffic counters: resctrl <not mounted>"});
-    let html = render_run(&info(7, "DDR5-4800"), &doc);
+    let html = render_run(&info(7, "DDR5-4800"), &typed(&doc));
     assert!(
         html.contains("DRAM traffic not counted: no memory-traffic counters: resctrl &lt;not mounted&gt;")
     );
@@ -230,7 +264,7 @@ fn gpu_latency_curve_and_bandwidth_of_a_run() {
         command: "gpu-latency".into(),
         ..info(3, "H100")
     };
-    let html = render_run(&gpu_run, &doc);
+    let html = render_run(&gpu_run, &typed(&doc));
     assert_offline(&html);
     assert!(
         html.contains("GPU memory latency") && html.contains("<svg"),
@@ -245,6 +279,6 @@ fn gpu_latency_curve_and_bandwidth_of_a_run() {
     run["result"]["gpu_bandwidth"] = json!({"gpu": null, "kernels": ["triad"], "array_bytes": [268435456u64],
         "block_threads": 256, "samples": 3,
         "outcome": {"status": "skipped", "reason": "no NVIDIA driver found (libcuda.so could not be loaded)"}});
-    let html = render_run(&info(7, "DDR5-4800"), &run);
+    let html = render_run(&info(7, "DDR5-4800"), &typed(&run));
     assert!(html.contains("GPU memory bandwidth") && html.contains("Skipped: no NVIDIA driver found"));
 }

@@ -10,6 +10,7 @@
 //! spellings are read.
 
 use crate::smbios::{Dimm, MemoryDevices, TYPE_DETAIL_NAMES};
+use crate::Topology;
 
 /// Parses `dmidecode -t 17` (or full `dmidecode`) output; blocks of other
 /// types are skipped. Never panics; a block that is not understood is
@@ -129,6 +130,44 @@ fn type_details(v: &str) -> Vec<String> {
         .filter(|n| v.contains(*n))
         .map(|n| n.to_string())
         .collect()
+}
+
+/// `dmidecode -t 17` as a fallback; whatever it says, the original reason
+/// stays when it gives nothing.
+pub fn dmidecode_fallback(raw: MemoryDevices) -> MemoryDevices {
+    let out = match std::process::Command::new("dmidecode")
+        .args(["-t", "17"])
+        .output()
+    {
+        Ok(out) => out,
+        Err(_) => return raw,
+    };
+    let parsed = parse_dmidecode(&String::from_utf8_lossy(&out.stdout));
+    if out.status.success() && !parsed.dimms.is_empty() {
+        return parsed;
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    let first = err
+        .lines()
+        .next()
+        .unwrap_or("no memory devices")
+        .trim()
+        .to_string();
+    MemoryDevices {
+        unavailable: raw.unavailable.map(|u| format!("{u}; dmidecode -t 17: {first}")),
+        ..raw
+    }
+}
+
+/// This machine's memory devices: the raw SMBIOS entries the topology read (already
+/// grouped into channels per socket), else `dmidecode -t 17`, grouped here.
+pub fn live_memory_devices(topo: &Topology) -> MemoryDevices {
+    if !topo.memory_devices.dimms.is_empty() {
+        return topo.memory_devices.clone();
+    }
+    let mut devices = dmidecode_fallback(topo.memory_devices.clone());
+    crate::group_dimms(&mut devices.dimms, topo.packages.len());
+    devices
 }
 
 #[cfg(test)]

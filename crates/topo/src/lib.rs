@@ -21,14 +21,16 @@ mod hmat;
 mod locator;
 mod node;
 pub mod parse;
+mod roots;
 mod smbios;
 mod sysfs;
 mod topology;
 mod types;
 
 pub use cpulist::{format_cpulist, parse_cpulist, MAX_LIST_IDS};
-pub use dmidecode::parse_dmidecode;
+pub use dmidecode::{dmidecode_fallback, live_memory_devices, parse_dmidecode};
 pub use error::{ListError, TopoError};
 pub use locator::{group_dimms, parse_place, Place};
+pub use roots::Roots;
 pub use smbios::{decode_type17, read_memory_devices, Dimm, MemoryDevices};
 pub use types::{CacheDomain, CacheLevel, Cpu, Die, HmatEntry, HugePages, HugePool, Node, Package, Topology};

@@ -71,15 +71,6 @@ pub struct MachineSource {
 }
 
 impl MachineSource {
-    /// The machine this process runs on, read as it is.
-    pub fn live() -> MachineSource {
-        MachineSource {
-            sysfs: PathBuf::from("/sys"),
-            smbios: None,
-            dmidecode: None,
-        }
-    }
-
     pub fn is_live(&self) -> bool {
         self.sysfs.as_os_str() == "/sys" && self.smbios.is_none() && self.dmidecode.is_none()
     }

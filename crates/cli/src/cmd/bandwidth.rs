@@ -4,9 +4,11 @@
 use std::path::Path;
 
 use anyhow::Result;
-use memfabric_measure::monitor::DramCounters;
-use memfabric_measure::plan::{bandwidth_plan, domain_plan, BandwidthOptions, DomainOptions};
-use memfabric_measure::{bandwidth, domains, noise};
+use memfabric_measure::bandwidth::{Bandwidth, BandwidthAsk};
+use memfabric_measure::domains::Domains;
+use memfabric_measure::monitor::DramSource;
+use memfabric_measure::plan::{BandwidthOptions, DomainOptions};
+use memfabric_measure::Request;
 use memfabric_model::{
     format_size, BandwidthCell, BandwidthReport, DomainBandwidth, DomainScalingReport, DramCounting,
     DramTraffic, MixInfo,
@@ -22,19 +24,13 @@ pub fn run(ctx: &Ctx, a: &BandwidthArgs) -> Result<Status> {
     let topo = this_machine()?;
     if a.per_domain {
         let report = measure_domains(ctx, &topo, a)?;
-        let steps = report.alone.iter().chain(&report.cumulative);
-        let failed = common::any_failed(steps.map(|s| &s.outcome));
-        ctx.finish_report("bandwidth", &topo, &report, || render_domains(&report, &topo))?;
-        return Ok(Status::from_failures(failed));
+        return ctx.conclude("bandwidth", &topo, &report, || render_domains(&report, &topo));
     }
     let report = measure(ctx, &topo, a)?;
-    let failed = common::any_failed(report.cells.iter().map(|c| &c.outcome));
-    ctx.finish_report("bandwidth", &topo, &report, || render(&report))?;
-    Ok(Status::from_failures(failed))
+    ctx.conclude("bandwidth", &topo, &report, || render(&report))
 }
 
 pub fn measure(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<BandwidthReport> {
-    let machine = common::machine(topo)?;
     let options = BandwidthOptions {
         mixes: a.mix.0.clone(),
         array_bytes_per_thread: a.size,
@@ -43,17 +39,16 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<Bandwidt
         samples: a.common.samples,
         isa: common::isa(a.kernel)?,
     };
-    let plan =
-        bandwidth_plan(&machine, &common::selection(&a.select, None), &options).map_err(common::usage)?;
-    let threshold = common::threshold(a.common.cv_threshold)?;
-    let links = super::efficiency::links(a)?;
-    let (counters, counting) = dram_counters(&a.dram);
-    let mut report = bandwidth::run(&plan, counters.as_ref(), &ctx.progress);
-    report.dram_counting = finish_counting(counting, counters.as_ref());
-    noise::annotate_bandwidth(&mut report, topo, &noise::Conditions::read(), threshold);
-    super::efficiency::annotate(&mut report, topo, links.as_ref());
-    report.firmware = memfabric_measure::firmware::compare_bandwidth(&report, topo);
-    Ok(report)
+    let request = Request {
+        options: BandwidthAsk {
+            options,
+            links: super::efficiency::links(a)?,
+            dram: dram_source(&a.dram),
+        },
+        selection: common::selection(&a.select, None),
+        cv_threshold_pct: a.common.cv_threshold,
+    };
+    common::measure::<Bandwidth>(ctx, topo, &request)
 }
 
 fn measure_domains(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<DomainScalingReport> {
@@ -66,7 +61,6 @@ fn measure_domains(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<Doma
             Usage("--per-domain runs every allowed CPU of each domain; drop --threads".into()).into(),
         );
     }
-    let machine = common::machine(topo)?;
     let options = DomainOptions {
         mix,
         array_bytes_per_thread: a.size,
@@ -75,38 +69,24 @@ fn measure_domains(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<Doma
         isa: common::isa(a.kernel)?,
         fclk_mhz: a.fclk,
     };
-    let plan = domain_plan(&machine, &common::selection(&a.select, None), &options).map_err(common::usage)?;
-    let threshold = common::threshold(a.common.cv_threshold)?;
-    let (counters, counting) = dram_counters(&a.dram);
-    let mut report = domains::run(&plan, counters.as_ref(), &ctx.progress);
-    report.dram_counting = finish_counting(counting, counters.as_ref());
-    noise::annotate_domains(&mut report, topo, &noise::Conditions::read(), threshold);
-    super::efficiency::annotate_domains(&mut report, topo);
-    Ok(report)
+    let request = Request {
+        options: (options, dram_source(&a.dram)),
+        selection: common::selection(&a.select, None),
+        cv_threshold_pct: a.common.cv_threshold,
+    };
+    common::measure::<Domains>(ctx, topo, &request)
 }
 
-/// The counter source for DRAM traffic, as --dram-counters asks, and what the
-/// result says about it.
-fn dram_counters(a: &DramArgs) -> (Option<DramCounters>, DramCounting) {
+/// Where DRAM traffic is counted from, as --dram-counters asks.
+fn dram_source(a: &DramArgs) -> DramSource {
     match a.dram_counters {
-        DramArg::Off => (
-            None,
-            DramCounting {
-                source: None,
-                reason: "not counted: --dram-counters off".into(),
-            },
-        ),
-        DramArg::Auto => DramCounters::find(&a.counters_sysfs, &a.counters_resctrl, Path::new("/proc")),
+        DramArg::Off => DramSource::Off,
+        DramArg::Auto => DramSource::Auto {
+            sysfs: a.counters_sysfs.clone(),
+            resctrl: a.counters_resctrl.clone(),
+            proc_root: Path::new("/proc").into(),
+        },
     }
-}
-
-/// Adds why counting failed during the measurements, where it did.
-fn finish_counting(mut counting: DramCounting, counters: Option<&DramCounters>) -> DramCounting {
-    let failures = counters.map(DramCounters::failures).unwrap_or_default();
-    if !failures.is_empty() {
-        counting.reason += &format!("; counting failed: {}", failures.join("; "));
-    }
-    counting
 }
 
 fn cell_label(c: &BandwidthCell) -> String {

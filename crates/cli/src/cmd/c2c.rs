@@ -1,8 +1,9 @@
 //! `memfabric c2c`: core-to-core latency matrices, per handoff mode and line offset.
 
 use anyhow::Result;
-use memfabric_measure::c2c::{self, C2cOptions};
-use memfabric_measure::noise;
+use memfabric_measure::c2c::{C2cOptions, CoreToCore};
+use memfabric_measure::plan::Selection;
+use memfabric_measure::Request;
 use memfabric_model::{C2cMatrix, C2cMode, C2cReport, Outcome};
 use memfabric_topo::{format_cpulist, Topology};
 
@@ -14,19 +15,10 @@ use crate::table::Table;
 pub fn run(ctx: &Ctx, a: &C2cArgs) -> Result<Status> {
     let topo = this_machine()?;
     let report = measure(ctx, &topo, a)?;
-    let failed = common::any_failed(
-        report
-            .matrices
-            .iter()
-            .flat_map(|m| m.pairs.iter().map(|p| &p.outcome)),
-    );
-    ctx.finish_report("c2c", &topo, &report, || render(&report))?;
-    Ok(Status::from_failures(failed))
+    ctx.conclude("c2c", &topo, &report, || render(&report))
 }
 
 pub fn measure(ctx: &Ctx, topo: &Topology, a: &C2cArgs) -> Result<C2cReport> {
-    let machine = common::machine(topo)?;
-    let threshold = common::threshold(a.cv_threshold)?;
     let modes = match a.mode {
         C2cModeArg::Cas => vec![C2cMode::Cas],
         C2cModeArg::Pingpong => vec![C2cMode::Pingpong],
@@ -39,10 +31,12 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &C2cArgs) -> Result<C2cReport> {
         samples: a.samples,
         round_trips: a.iterations,
     };
-    let plan = c2c::c2c_plan(&machine, &options).map_err(common::usage)?;
-    let mut report = c2c::run(&plan, &ctx.progress);
-    c2c::annotate_noise(&mut report, topo, &noise::Conditions::read(), threshold);
-    Ok(report)
+    let request = Request {
+        options,
+        selection: Selection::default(),
+        cv_threshold_pct: a.cv_threshold,
+    };
+    common::measure::<CoreToCore>(ctx, topo, &request)
 }
 
 pub fn render(r: &C2cReport) -> String {
@@ -166,6 +160,7 @@ fn pages(r: &C2cReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memfabric_measure::c2c;
     use memfabric_model::{C2cClass, C2cLinePage, C2cMeasurement, C2cPair, Noise, Placement, Summary};
 
     fn pair(first: u32, second: u32, class: C2cClass, samples: &[f64]) -> C2cPair {

@@ -3,11 +3,12 @@
 use anyhow::Result;
 use memfabric_measure::plan::{self, Machine, PlanError};
 use memfabric_measure::sys::{self, Isa};
+use memfabric_measure::Measurement;
 use memfabric_model::{Noise, Outcome, Placement, Summary};
 use memfabric_topo::{format_cpulist, Topology};
 
 use crate::args;
-use crate::output::Usage;
+use crate::output::{Ctx, Usage};
 use crate::table::Table;
 
 /// The machine as plans see it. Says on stderr when a taskset or cpuset narrows the
@@ -43,12 +44,11 @@ pub fn isa(k: args::KernelArg) -> Result<Isa> {
     Ok(chosen)
 }
 
-/// The --cv-threshold percentage as a ratio, refusing nonsense.
-pub fn threshold(pct: f64) -> Result<f64> {
-    if !(pct.is_finite() && pct > 0.0) {
-        return Err(Usage(format!("--cv-threshold must be a positive percentage, not {pct}")).into());
-    }
-    Ok(pct / 100.0)
+/// Plans, runs and enriches measurement `M` on this machine, drawing progress; a
+/// plan the machine refuses is a usage error (exit code 2).
+pub fn measure<M: Measurement>(ctx: &Ctx, topo: &Topology, options: &M::Options) -> Result<M::Report> {
+    let machine = machine(topo)?;
+    memfabric_measure::measure::<M>(&machine, options, &ctx.progress).map_err(usage)
 }
 
 /// Lines for every flagged result: its spread and what may cause it.
@@ -114,10 +114,6 @@ pub fn problems<'a, T: 'a>(cells: impl Iterator<Item = (String, &'a Outcome<T>)>
         }
     }
     out
-}
-
-pub fn any_failed<'a, T: 'a>(mut outcomes: impl Iterator<Item = &'a Outcome<T>>) -> bool {
-    outcomes.any(|o| matches!(o, Outcome::Failed { .. }))
 }
 
 /// Summary columns: median, min, p99, cv %, sample count.

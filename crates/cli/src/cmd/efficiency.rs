@@ -2,75 +2,14 @@
 //! machine's DIMMs: set after measuring, shown beside the measured table.
 
 use memfabric_measure::theory;
-use memfabric_model::{
-    BandwidthCell, BandwidthReport, DomainScalingReport, Efficiency, LinkPeak, LoadedLatencyReport,
-    MemoryPeak, Outcome, StreamReport,
-};
-use memfabric_topo::Topology;
+use memfabric_model::{BandwidthCell, BandwidthReport, Efficiency, LinkPeak};
 
 use super::common;
-use super::theory::memory_devices;
-use crate::args::{BandwidthArgs, MachineSource};
+use crate::args::BandwidthArgs;
 use crate::output::Usage;
 use crate::table::Table;
 
 const HOW: &str = "median / peak; peak: populated channels x configured MT/s x data width, from SMBIOS";
-
-/// Sets each bandwidth cell's share of its path's peak; cells whose peak is
-/// not known (no SMBIOS, CPU-less nodes, ...) are left without one.
-pub fn annotate(r: &mut BandwidthReport, topo: &Topology, links: Option<&LinkPeak>) {
-    let Ok(devices) = memory_devices(topo, &MachineSource::live()) else {
-        return;
-    };
-    if let Outcome::Ok(peak) = theory::smbios_peak(&devices) {
-        theory::annotate_bandwidth(r, topo, &peak, links);
-    }
-}
-
-/// This machine's memory peak from SMBIOS, when it says enough.
-fn memory_peak(topo: &Topology) -> Option<MemoryPeak> {
-    let devices = memory_devices(topo, &MachineSource::live()).ok()?;
-    match theory::smbios_peak(&devices) {
-        Outcome::Ok(peak) => Some(peak),
-        _ => None,
-    }
-}
-
-/// Each STREAM function's best rate as a share of the peak of the nodes that hold
-/// the arrays.
-pub fn annotate_stream(r: &mut StreamReport, topo: &Topology) {
-    let Some(peak) = memory_peak(topo) else { return };
-    let Ok(nodes) = theory::nodes_peak(topo, &peak, &r.mem_nodes) else {
-        return;
-    };
-    if let Outcome::Ok(m) = &mut r.outcome {
-        for f in &mut m.functions {
-            f.efficiency = theory::share(f.best_gb_s, nodes.clone());
-        }
-    }
-}
-
-/// Each per-domain step's median as a share of the peak of the nodes it reads.
-pub fn annotate_domains(r: &mut DomainScalingReport, topo: &Topology) {
-    let Some(peak) = memory_peak(topo) else { return };
-    for step in r.alone.iter_mut().chain(r.cumulative.iter_mut()) {
-        let Some(m) = step.outcome.ok() else { continue };
-        if let Ok(nodes) = theory::nodes_peak(topo, &peak, &step.mem_nodes) {
-            step.efficiency = theory::share(m.bandwidth_gb_s.median, nodes);
-        }
-    }
-}
-
-/// Each loaded-latency step's load as a share of the memory node's peak.
-pub fn annotate_loaded(r: &mut LoadedLatencyReport, topo: &Topology) {
-    let Some(peak) = memory_peak(topo) else { return };
-    let Ok(node) = theory::nodes_peak(topo, &peak, &[r.mem_node]) else {
-        return;
-    };
-    for s in &mut r.steps {
-        s.efficiency = theory::share(s.load_bandwidth_gb_s, node.clone());
-    }
-}
 
 /// "62.0" for a share, "-" for none: the column the tables add.
 pub fn percent(e: Option<&Efficiency>) -> String {
@@ -182,7 +121,8 @@ fn bases(r: &BandwidthReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memfabric_topo::{group_dimms, read_memory_devices};
+    use memfabric_model::Outcome;
+    use memfabric_topo::{group_dimms, read_memory_devices, Topology};
     use std::path::Path;
 
     /// A 4-node SNC2 matrix with 8 DDR5 channels per socket: each node's share

@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use memfabric_measure::plan::{latency_plan, LatencyOptions};
-use memfabric_measure::{latency, noise};
+use memfabric_measure::latency::Latency;
+use memfabric_measure::plan::LatencyOptions;
+use memfabric_measure::Request;
 use memfabric_model::tiers::DEFAULT_REL_GAP;
 use memfabric_model::{format_size, LatencyReport};
 use memfabric_topo::Topology;
@@ -17,13 +18,10 @@ use crate::table::Table;
 pub fn run(ctx: &Ctx, a: &LatencyArgs) -> Result<Status> {
     let topo = this_machine()?;
     let report = measure(ctx, &topo, a)?;
-    let failed = common::any_failed(report.cells.iter().map(|c| &c.outcome));
-    ctx.finish_report("latency", &topo, &report, || render(&report))?;
-    Ok(Status::from_failures(failed))
+    ctx.conclude("latency", &topo, &report, || render(&report))
 }
 
 pub fn measure(ctx: &Ctx, topo: &Topology, a: &LatencyArgs) -> Result<LatencyReport> {
-    let machine = common::machine(topo)?;
     let options = LatencyOptions {
         size_bytes: a.size,
         stride_bytes: a.stride,
@@ -34,13 +32,12 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &LatencyArgs) -> Result<LatencyRep
         sample_time: Duration::from_millis(a.sample_ms.max(1)),
         seed: a.seed,
     };
-    let plan =
-        latency_plan(&machine, &common::selection(&a.select, a.cpu), &options).map_err(common::usage)?;
-    let threshold = common::threshold(a.common.cv_threshold)?;
-    let mut report = latency::run(&plan, &ctx.progress);
-    noise::annotate_latency(&mut report, topo, &noise::Conditions::read(), threshold);
-    report.firmware = memfabric_measure::firmware::compare_latency(&report, topo);
-    Ok(report)
+    let request = Request {
+        options,
+        selection: common::selection(&a.select, a.cpu),
+        cv_threshold_pct: a.common.cv_threshold,
+    };
+    common::measure::<Latency>(ctx, topo, &request)
 }
 
 pub fn render(r: &LatencyReport) -> String {

@@ -4,8 +4,10 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use memfabric_measure::loaded_plan::{loaded_plan, LoadedOptions};
-use memfabric_measure::{loaded, noise};
+use memfabric_measure::loaded::LoadedLatency;
+use memfabric_measure::loaded_plan::LoadedOptions;
+use memfabric_measure::plan::Selection;
+use memfabric_measure::Request;
 use memfabric_model::{format_size, LatencyMeasurement, LoadedLatencyReport, Outcome};
 use memfabric_topo::{format_cpulist, Topology};
 
@@ -18,14 +20,10 @@ use crate::table::Table;
 pub fn run(ctx: &Ctx, a: &LoadedLatencyArgs) -> Result<Status> {
     let topo = this_machine()?;
     let report = measure(ctx, &topo, a)?;
-    let failed =
-        common::any_failed(std::iter::once(&report.idle).chain(report.steps.iter().map(|s| &s.latency)));
-    ctx.finish_report("loaded-latency", &topo, &report, || render(&report))?;
-    Ok(Status::from_failures(failed))
+    ctx.conclude("loaded-latency", &topo, &report, || render(&report))
 }
 
 pub fn measure(ctx: &Ctx, topo: &Topology, a: &LoadedLatencyArgs) -> Result<LoadedLatencyReport> {
-    let machine = common::machine(topo)?;
     let options = LoadedOptions {
         latency_cpu: a.latency_cpu,
         latency_domain: a.latency_domain,
@@ -43,12 +41,12 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &LoadedLatencyArgs) -> Result<Load
         isa: common::isa(a.kernel)?,
         seed: args::DEFAULT_SEED,
     };
-    let plan = loaded_plan(&machine, &options).map_err(common::usage)?;
-    let threshold = common::threshold(a.common.cv_threshold)?;
-    let mut report = loaded::run(&plan, &ctx.progress);
-    noise::annotate_loaded(&mut report, topo, &noise::Conditions::read(), threshold);
-    super::efficiency::annotate_loaded(&mut report, topo);
-    Ok(report)
+    let request = Request {
+        options,
+        selection: Selection::default(),
+        cv_threshold_pct: a.common.cv_threshold,
+    };
+    common::measure::<LoadedLatency>(ctx, topo, &request)
 }
 
 fn latency_cells(o: &Outcome<LatencyMeasurement>) -> Vec<String> {

@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use memfabric_model::StoredDocument;
 use memfabric_report::{render_comparison, render_run, CompareLine, RunInfo};
 use memfabric_store::{compare, RunSummary, Store};
-use serde_json::Value;
 
 use super::runs::{date, dims_text, open, resolve};
 use crate::args::{ReportArgs, RunRef};
@@ -22,8 +22,11 @@ fn info(r: &RunSummary) -> RunInfo {
     }
 }
 
-fn load(store: &Store, id: i64) -> Result<(RunInfo, Value)> {
-    let doc: Value = serde_json::from_str(&store.document(id)?).context("reading the saved document")?;
+/// A saved run and its typed document; a document this version cannot read is an
+/// error naming the run and why.
+fn load(store: &Store, id: i64) -> Result<(RunInfo, StoredDocument)> {
+    let doc = StoredDocument::parse(&store.document(id)?)
+        .map_err(|e| anyhow::anyhow!("run {id} cannot be reported: {e}"))?;
     Ok((info(&store.summary(id)?), doc))
 }
 

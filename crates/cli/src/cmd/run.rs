@@ -1,97 +1,85 @@
-//! `memfabric run`: the default suite, the main job. Each step is an ordinary
-//! memfabric command line, parsed by the same parser as the user's, so the suite
-//! runs exactly what a user could run by hand, with the same defaults and checks.
+//! `memfabric run`: the default suite, the main job. The suite's cells are
+//! [`Cell::ALL`]; each is an ordinary memfabric command line, parsed by the same
+//! parser as the user's, so the suite runs exactly what a user could run by hand,
+//! with the same defaults and checks.
 
 use anyhow::Result;
 use clap::Parser;
-use memfabric_model::{
-    BandwidthReport, C2cReport, Figure, Figures, GpuBandwidthReport, GpuCopyReport, LatencyReport,
-    LoadedLatencyReport, Outcome, SweepReport,
-};
+use memfabric_model::{Cell, Document, Failure, RunReport};
 use memfabric_topo::Topology;
-use serde::Serialize;
 
 use super::common;
 use crate::args::{Cli, Command, GpuCommand, RunArgs};
 use crate::output::{this_machine, Ctx, Status};
 
-#[derive(Serialize)]
-struct RunReport {
-    /// quick, default or thorough.
-    suite: String,
-    /// The command line of each step, as a user would type it.
-    steps: Vec<String>,
-    topology: Topology,
-    latency: LatencyReport,
-    bandwidth: BandwidthReport,
-    mixes: BandwidthReport,
-    loaded_latency: LoadedLatencyReport,
-    c2c: C2cReport,
-    sweep: SweepReport,
-    /// Skipped, with why, where there is no NVIDIA driver or GPU.
-    gpu_bandwidth: GpuBandwidthReport,
-    gpu_copy: GpuCopyReport,
+/// How long the suite may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tier {
+    /// Buffer sizes still past most L3s, few samples: a first look.
+    Quick,
+    Default,
+    /// Each command's own defaults, which follow the machine's cache sizes.
+    Thorough,
 }
 
-impl Figures for RunReport {
-    fn figures(&self) -> Vec<Figure> {
-        let mut f = self.latency.figures();
-        f.extend(self.bandwidth.figures());
-        for mut m in self.mixes.figures() {
-            m.measurement = "bandwidth-mixes".into();
-            f.push(m);
+impl Tier {
+    fn name(self) -> &'static str {
+        match self {
+            Tier::Quick => "quick",
+            Tier::Default => "default",
+            Tier::Thorough => "thorough",
         }
-        f.extend(self.loaded_latency.figures());
-        f.extend(self.c2c.figures());
-        f.extend(self.sweep.figures());
-        f.extend(self.gpu_bandwidth.figures());
-        f.extend(self.gpu_copy.figures());
-        f
     }
 }
 
-/// The steps of each suite, as command lines. --quick trades buffer sizes (still past
-/// most L3s) and sample counts for time; --thorough takes each command's defaults,
-/// which follow the machine's cache sizes.
-fn suite(quick: bool, thorough: bool, c2c_cpus: Option<String>) -> Vec<String> {
-    let mut steps: Vec<String> = if thorough {
-        vec![
-            "latency --matrix".into(),
-            "bandwidth --matrix".into(),
-            "bandwidth --mix all".into(),
-            "loaded-latency".into(),
-            "c2c".into(),
-            "sweep".into(),
-            "gpu bandwidth".into(),
-            "gpu copy".into(),
-        ]
-    } else if quick {
-        vec![
-            "latency --matrix --size 64M --samples 5 --sample-ms 10".into(),
-            "bandwidth --matrix --size 32M --samples 5".into(),
-            "bandwidth --mix all --size 16M --samples 3".into(),
-            "loaded-latency --chase-size 64M --size 16M --points 12 --samples 3 --sample-ms 5".into(),
-            "c2c --samples 20 --iterations 500".into(),
-            "sweep --max 64M --points-per-octave 2 --samples 3".into(),
-            "gpu bandwidth --kernels triad --sizes 256M --samples 3".into(),
-            "gpu copy --memory pinned --engine copy-engine --size 256M --samples 3".into(),
-        ]
-    } else {
-        vec![
-            "latency --matrix --size 512M --samples 10".into(),
-            "bandwidth --matrix --size 64M --samples 8".into(),
-            "bandwidth --mix all --size 64M --samples 5".into(),
-            "loaded-latency --chase-size 512M --size 64M --samples 5 --sample-ms 10".into(),
-            "c2c --samples 50".into(),
-            "sweep --points-per-octave 4".into(),
-            "gpu bandwidth --kernels copy,triad --sizes 64M,1G --samples 10".into(),
-            "gpu copy --memory pageable,pinned-node --size 256M --samples 5".into(),
-        ]
-    };
-    if let Some(cpus) = c2c_cpus {
-        steps[4] += &format!(" --cpus {cpus}");
+/// The command line that measures `cell` in suite `tier`.
+fn step(cell: Cell, tier: Tier) -> &'static str {
+    use Tier::*;
+    match (cell, tier) {
+        (Cell::Latency, Quick) => "latency --matrix --size 64M --samples 5 --sample-ms 10",
+        (Cell::Latency, Default) => "latency --matrix --size 512M --samples 10",
+        (Cell::Latency, Thorough) => "latency --matrix",
+        (Cell::Bandwidth, Quick) => "bandwidth --matrix --size 32M --samples 5",
+        (Cell::Bandwidth, Default) => "bandwidth --matrix --size 64M --samples 8",
+        (Cell::Bandwidth, Thorough) => "bandwidth --matrix",
+        (Cell::Mixes, Quick) => "bandwidth --mix all --size 16M --samples 3",
+        (Cell::Mixes, Default) => "bandwidth --mix all --size 64M --samples 5",
+        (Cell::Mixes, Thorough) => "bandwidth --mix all",
+        (Cell::LoadedLatency, Quick) => {
+            "loaded-latency --chase-size 64M --size 16M --points 12 --samples 3 --sample-ms 5"
+        }
+        (Cell::LoadedLatency, Default) => {
+            "loaded-latency --chase-size 512M --size 64M --samples 5 --sample-ms 10"
+        }
+        (Cell::LoadedLatency, Thorough) => "loaded-latency",
+        (Cell::C2c, Quick) => "c2c --samples 20 --iterations 500",
+        (Cell::C2c, Default) => "c2c --samples 50",
+        (Cell::C2c, Thorough) => "c2c",
+        (Cell::Sweep, Quick) => "sweep --max 64M --points-per-octave 2 --samples 3",
+        (Cell::Sweep, Default) => "sweep --points-per-octave 4",
+        (Cell::Sweep, Thorough) => "sweep",
+        (Cell::GpuBandwidth, Quick) => "gpu bandwidth --kernels triad --sizes 256M --samples 3",
+        (Cell::GpuBandwidth, Default) => "gpu bandwidth --kernels copy,triad --sizes 64M,1G --samples 10",
+        (Cell::GpuBandwidth, Thorough) => "gpu bandwidth",
+        (Cell::GpuCopy, Quick) => "gpu copy --memory pinned --engine copy-engine --size 256M --samples 3",
+        (Cell::GpuCopy, Default) => "gpu copy --memory pageable,pinned-node --size 256M --samples 5",
+        (Cell::GpuCopy, Thorough) => "gpu copy",
     }
-    steps
+}
+
+/// Every cell's command line, with the core-to-core CPUs sampled where the machine
+/// has many.
+fn steps(tier: Tier, c2c_cpus: Option<&str>) -> Vec<(Cell, String)> {
+    Cell::ALL
+        .iter()
+        .map(|&cell| {
+            let mut line = step(cell, tier).to_string();
+            if let (Cell::C2c, Some(cpus)) = (cell, c2c_cpus) {
+                line += &format!(" --cpus {cpus}");
+            }
+            (cell, line)
+        })
+        .collect()
 }
 
 /// On machines with many CPUs the core-to-core matrix is sampled: the first CPU of
@@ -124,102 +112,88 @@ fn parse(step: &str) -> Command {
         .command
 }
 
+/// Runs one step's command line; its result as a document.
+fn measure(ctx: &Ctx, topo: &Topology, line: &str) -> Result<Document> {
+    Ok(match parse(line) {
+        Command::Latency(x) => super::latency::measure(ctx, topo, &x)?.into(),
+        Command::Bandwidth(x) => super::bandwidth::measure(ctx, topo, &x)?.into(),
+        Command::LoadedLatency(x) => super::loaded::measure(ctx, topo, &x)?.into(),
+        Command::C2c(x) => super::c2c::measure(ctx, topo, &x)?.into(),
+        Command::Sweep(x) => super::sweep::measure(ctx, topo, &x)?.into(),
+        Command::Gpu(g) => match &g.command {
+            GpuCommand::Bandwidth(b) => super::gpu::measure_bandwidth(ctx, topo, g.gpu, b)?.into(),
+            GpuCommand::Copy(c) => super::gpu::measure_copy(ctx, topo, g.gpu, c)?.into(),
+            _ => unreachable!("suite step {line}"),
+        },
+        _ => unreachable!("suite step {line}"),
+    })
+}
+
+/// The exit status of a finished suite, and the message naming every failed cell.
+fn verdict(report: &RunReport) -> (Status, Option<String>) {
+    let failed = report.failed_cells();
+    if failed.is_empty() {
+        return (Status::Ok, None);
+    }
+    let mut cells: Vec<&str> = failed.iter().map(|(c, _)| c.name()).collect();
+    cells.dedup();
+    let lines: Vec<String> = failed
+        .iter()
+        .map(|(c, Failure { cell, reason })| format!("  {}: {cell}: {reason}", c.name()))
+        .collect();
+    let message = format!(
+        "the suite finished with failed cells in {}:\n{}",
+        cells.join(", "),
+        lines.join("\n")
+    );
+    (Status::MeasurementFailed, Some(message))
+}
+
+/// One cell's part of the text output.
+fn render_part(cell: Cell, doc: &Document) -> String {
+    match doc {
+        Document::Latency(r) => super::latency::render(r),
+        Document::Bandwidth(r) => super::bandwidth::render(r),
+        Document::LoadedLatency(r) => super::loaded::render(r),
+        Document::C2c(r) => super::c2c::render(r),
+        Document::Sweep(r) => super::sweep::render(r),
+        Document::GpuBandwidth(r) => format!("{}: {}", cell.title(), super::gpu::render_bandwidth(r)),
+        Document::GpuCopy(r) => format!("{}: {}", cell.title(), super::gpu::render_copy(r)),
+        other => unreachable!("suite cell {} made a {} document", cell.name(), other.command()),
+    }
+}
+
+fn render(report: &RunReport) -> String {
+    let mut parts = vec![
+        format!(
+            "memfabric run ({} suite): {}\n",
+            report.suite,
+            report.steps.join("; ")
+        ),
+        super::topology::render(&report.topology),
+    ];
+    parts.extend(Cell::ALL.iter().map(|&c| render_part(c, &report.part(c))));
+    parts.join("\n")
+}
+
 pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
     let topo = this_machine()?;
     let machine = common::machine(&topo)?;
-    let steps = suite(a.quick, a.thorough, c2c_sample(&topo, &machine.allowed_cpus));
-    let mut latency = None;
-    let mut bandwidth = None;
-    let mut mixes = None;
-    let mut loaded_latency = None;
-    let mut c2c = None;
-    let mut sweep = None;
-    let mut gpu_bandwidth = None;
-    let mut gpu_copy = None;
-    for step in &steps {
-        match parse(step) {
-            Command::Latency(x) => latency = Some(super::latency::measure(ctx, &topo, &x)?),
-            Command::Bandwidth(x) if x.select.matrix => {
-                bandwidth = Some(super::bandwidth::measure(ctx, &topo, &x)?)
-            }
-            Command::Bandwidth(x) => mixes = Some(super::bandwidth::measure(ctx, &topo, &x)?),
-            Command::LoadedLatency(x) => loaded_latency = Some(super::loaded::measure(ctx, &topo, &x)?),
-            Command::C2c(x) => c2c = Some(super::c2c::measure(ctx, &topo, &x)?),
-            Command::Sweep(x) => sweep = Some(super::sweep::measure(ctx, &topo, &x)?),
-            Command::Gpu(g) => match &g.command {
-                GpuCommand::Bandwidth(b) => {
-                    gpu_bandwidth = Some(super::gpu::measure_bandwidth(ctx, g.gpu, b)?)
-                }
-                GpuCommand::Copy(c) => gpu_copy = Some(super::gpu::measure_copy(ctx, &topo, g.gpu, c)?),
-                _ => unreachable!("suite step {step}"),
-            },
-            _ => unreachable!("suite step {step}"),
-        }
+    let tier = match (a.quick, a.thorough) {
+        (true, _) => Tier::Quick,
+        (_, true) => Tier::Thorough,
+        _ => Tier::Default,
+    };
+    let sample = c2c_sample(&topo, &machine.allowed_cpus);
+    let steps = steps(tier, sample.as_deref());
+    let mut parts = Vec::new();
+    for (cell, line) in &steps {
+        parts.push((*cell, measure(ctx, &topo, line)?));
     }
-    let report = RunReport {
-        suite: if a.thorough {
-            "thorough"
-        } else if a.quick {
-            "quick"
-        } else {
-            "default"
-        }
-        .into(),
-        steps,
-        latency: latency.expect("suite measures latency"),
-        bandwidth: bandwidth.expect("suite measures bandwidth"),
-        mixes: mixes.expect("suite measures mixes"),
-        loaded_latency: loaded_latency.expect("suite measures loaded latency"),
-        c2c: c2c.expect("suite measures c2c"),
-        sweep: sweep.expect("suite sweeps"),
-        gpu_bandwidth: gpu_bandwidth.expect("suite measures the GPU"),
-        gpu_copy: gpu_copy.expect("suite copies to the GPU"),
-        topology: topo,
-    };
-    let failed = common::any_failed(report.latency.cells.iter().map(|c| &c.outcome))
-        || common::any_failed(
-            report
-                .bandwidth
-                .cells
-                .iter()
-                .chain(&report.mixes.cells)
-                .map(|c| &c.outcome),
-        )
-        || common::any_failed(
-            report
-                .c2c
-                .matrices
-                .iter()
-                .flat_map(|m| m.pairs.iter().map(|p| &p.outcome)),
-        )
-        || matches!(report.gpu_bandwidth.outcome, Outcome::Failed { .. })
-        || matches!(report.gpu_copy.outcome, Outcome::Failed { .. });
-    let text = || {
-        [
-            format!(
-                "memfabric run ({} suite): {}\n",
-                report.suite,
-                report.steps.join("; ")
-            ),
-            super::topology::render(&report.topology),
-            super::latency::render(&report.latency),
-            super::bandwidth::render(&report.bandwidth),
-            super::bandwidth::render(&report.mixes),
-            super::loaded::render(&report.loaded_latency),
-            super::c2c::render(&report.c2c),
-            super::sweep::render(&report.sweep),
-            format!(
-                "GPU memory bandwidth: {}",
-                super::gpu::render_bandwidth(&report.gpu_bandwidth)
-            ),
-            format!(
-                "Host-device copies: {}",
-                super::gpu::render_copy(&report.gpu_copy)
-            ),
-        ]
-        .join("\n")
-    };
-    if let Some(id) = ctx.finish_report("run", &report.topology, &report, text)? {
+    let lines = steps.into_iter().map(|(_, l)| l).collect();
+    let report = RunReport::assemble(tier.name().into(), lines, topo, parts)?;
+    let (status, message) = verdict(&report);
+    if let Some(id) = ctx.finish_report("run", &report.topology, &report, || render(&report))? {
         if !a.no_report {
             let store = memfabric_store::Store::open(&ctx.save.as_ref().expect("run saves").db)?;
             let path = super::report::default_file(id);
@@ -227,7 +201,10 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
             eprintln!("memfabric: wrote the report {}", path.display());
         }
     }
-    Ok(Status::from_failures(failed))
+    if let Some(m) = message {
+        eprintln!("memfabric: {m}");
+    }
+    Ok(status)
 }
 
 #[cfg(test)]
@@ -236,10 +213,57 @@ mod tests {
 
     #[test]
     fn every_suite_step_parses() {
-        for (q, t) in [(true, false), (false, false), (false, true)] {
-            for step in suite(q, t, Some("0-3".into())) {
-                let _ = parse(&step);
+        for tier in [Tier::Quick, Tier::Default, Tier::Thorough] {
+            for (_, line) in steps(tier, Some("0-3")) {
+                let _ = parse(&line);
             }
         }
+    }
+
+    /// A run document written by memfabric 0.4.0 on the development machine (a copy
+    /// of the fixture is opened: opening a store may write to it).
+    fn stored_run() -> RunReport {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("runs.sqlite");
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/store/runs-v0.4.0.sqlite"
+        );
+        std::fs::copy(fixture, &db).unwrap();
+        let store = memfabric_store::Store::open(&db).unwrap();
+        let doc = memfabric_model::StoredDocument::parse(&store.document(1).unwrap()).unwrap();
+        match doc.document {
+            Document::Run(r) => *r,
+            other => panic!("run 1 is a {} document", other.command()),
+        }
+    }
+
+    #[test]
+    fn a_suite_with_every_cell_ok_exits_0() {
+        assert_eq!(verdict(&stored_run()), (Status::Ok, None));
+    }
+
+    #[test]
+    fn a_failed_loaded_latency_or_sweep_cell_fails_the_suite_and_is_named() {
+        use memfabric_model::Outcome;
+        let mut r = stored_run();
+        r.loaded_latency.steps[1].latency = Outcome::Failed {
+            reason: "placement not verified".into(),
+        };
+        let point = r.sweep.points.iter_mut().find(|p| p.bandwidth.is_some()).unwrap();
+        point.bandwidth.as_mut().unwrap().outcome = Outcome::Failed {
+            reason: "validation: c[7] = 2, expected 3".into(),
+        };
+        let (status, message) = verdict(&r);
+        assert_eq!(status, Status::MeasurementFailed);
+        let message = message.unwrap();
+        assert!(
+            message.starts_with("the suite finished with failed cells in loaded_latency, sweep:"),
+            "{message}"
+        );
+        assert!(message.contains("loaded_latency: step 2 ("), "{message}");
+        assert!(message.contains(": placement not verified"), "{message}");
+        assert!(message.contains("sweep: bandwidth at "), "{message}");
+        assert!(message.contains("validation: c[7] = 2, expected 3"), "{message}");
     }
 }

@@ -1,8 +1,9 @@
 //! `memfabric stream`: STREAM's four kernels, counted and validated as STREAM does.
 
 use anyhow::Result;
-use memfabric_measure::plan::{stream_plan, Selection, StreamOptions};
-use memfabric_measure::{noise, stream};
+use memfabric_measure::plan::{Selection, StreamOptions};
+use memfabric_measure::stream::Stream;
+use memfabric_measure::Request;
 use memfabric_model::{format_size, Outcome, StreamReport};
 use memfabric_topo::{format_cpulist, Topology};
 
@@ -14,14 +15,11 @@ use crate::table::Table;
 pub fn run(ctx: &Ctx, a: &StreamArgs) -> Result<Status> {
     let topo = this_machine()?;
     let report = measure(ctx, &topo, a)?;
-    let failed = matches!(report.outcome, Outcome::Failed { .. });
-    ctx.finish_report("stream", &topo, &report, || render(&report, &topo))?;
-    Ok(Status::from_failures(failed))
+    ctx.conclude("stream", &topo, &report, || render(&report, &topo))
 }
 
 pub fn measure(ctx: &Ctx, topo: &Topology, a: &StreamArgs) -> Result<StreamReport> {
-    let machine = common::machine(topo)?;
-    let sel = Selection {
+    let selection = Selection {
         cpu_nodes: a.cpu_nodes.as_ref().map(|l| l.0.clone()),
         mem_nodes: a.mem_nodes.as_ref().map(|l| l.0.clone()),
         cpu: None,
@@ -35,12 +33,12 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &StreamArgs) -> Result<StreamRepor
         isa: common::isa(a.kernel)?,
         non_temporal: a.non_temporal,
     };
-    let plan = stream_plan(&machine, &sel, &options).map_err(common::usage)?;
-    let threshold = common::threshold(a.cv_threshold)?;
-    let mut report = stream::run(&plan, &ctx.progress);
-    noise::annotate_stream(&mut report, topo, &noise::Conditions::read(), threshold);
-    super::efficiency::annotate_stream(&mut report, topo);
-    Ok(report)
+    let request = Request {
+        options,
+        selection,
+        cv_threshold_pct: a.cv_threshold,
+    };
+    common::measure::<Stream>(ctx, topo, &request)
 }
 
 pub fn render(r: &StreamReport, topo: &Topology) -> String {

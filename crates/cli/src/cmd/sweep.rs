@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use memfabric_measure::noise::Conditions;
-use memfabric_measure::sweep;
-use memfabric_measure::sweep_plan::{sweep_plan, SweepOptions, SweepThreads};
+use memfabric_measure::plan::Selection;
+use memfabric_measure::sweep::Sweep;
+use memfabric_measure::sweep_plan::{SweepOptions, SweepThreads};
+use memfabric_measure::Request;
 use memfabric_model::{format_size, Noise, SweepLevels, SweepPoint, SweepReport};
 use memfabric_topo::{format_cpulist, Topology};
 
@@ -19,21 +20,10 @@ use crate::table::Table;
 pub fn run(ctx: &Ctx, a: &SweepArgs) -> Result<Status> {
     let topo = this_machine()?;
     let report = measure(ctx, &topo, a)?;
-    let latency = report
-        .points
-        .iter()
-        .filter_map(|p| p.latency.as_ref().map(|l| &l.outcome));
-    let bandwidth = report
-        .points
-        .iter()
-        .filter_map(|p| p.bandwidth.as_ref().map(|b| &b.outcome));
-    let failed = common::any_failed(latency) || common::any_failed(bandwidth);
-    ctx.finish_report("sweep", &topo, &report, || render(&report))?;
-    Ok(Status::from_failures(failed))
+    ctx.conclude("sweep", &topo, &report, || render(&report))
 }
 
 pub fn measure(ctx: &Ctx, topo: &Topology, a: &SweepArgs) -> Result<SweepReport> {
-    let machine = common::machine(topo)?;
     let options = SweepOptions {
         latency: a.what != SweepWhat::Bandwidth,
         bandwidth: a.what != SweepWhat::Latency,
@@ -54,11 +44,12 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &SweepArgs) -> Result<SweepReport>
         isa: common::isa(a.kernel)?,
         seed: a.seed,
     };
-    let plan = sweep_plan(&machine, &options).map_err(common::usage)?;
-    let threshold = common::threshold(a.cv_threshold)?;
-    let mut report = sweep::run(&plan, &ctx.progress);
-    sweep::annotate(&mut report, topo, &Conditions::read(), threshold);
-    Ok(report)
+    let request = Request {
+        options,
+        selection: Selection::default(),
+        cv_threshold_pct: a.cv_threshold,
+    };
+    common::measure::<Sweep>(ctx, topo, &request)
 }
 
 pub fn render(r: &SweepReport) -> String {

@@ -153,40 +153,13 @@ pub fn memory_devices(topo: &Topology, src: &MachineSource) -> Result<MemoryDevi
             return Err(Usage(format!("--smbios {}: not a directory", dir.display())).into());
         }
         read_memory_devices(dir)
-    } else if src.is_live() && topo.memory_devices.dimms.is_empty() {
-        run_dmidecode(topo.memory_devices.clone())
+    } else if src.is_live() {
+        return Ok(memfabric_topo::live_memory_devices(topo));
     } else {
         return Ok(topo.memory_devices.clone());
     };
     group_dimms(&mut devices.dimms, topo.packages.len());
     Ok(devices)
-}
-
-/// `dmidecode -t 17` as a fallback; whatever it says, the original reason
-/// stays when it gives nothing.
-fn run_dmidecode(raw: MemoryDevices) -> MemoryDevices {
-    let out = match std::process::Command::new("dmidecode")
-        .args(["-t", "17"])
-        .output()
-    {
-        Ok(out) => out,
-        Err(_) => return raw,
-    };
-    let parsed = parse_dmidecode(&String::from_utf8_lossy(&out.stdout));
-    if out.status.success() && !parsed.dimms.is_empty() {
-        return parsed;
-    }
-    let err = String::from_utf8_lossy(&out.stderr);
-    let first = err
-        .lines()
-        .next()
-        .unwrap_or("no memory devices")
-        .trim()
-        .to_string();
-    MemoryDevices {
-        unavailable: raw.unavailable.map(|u| format!("{u}; dmidecode -t 17: {first}")),
-        ..raw
-    }
 }
 
 pub fn render(r: &TheoryReport, devices: Option<&MemoryDevices>) -> String {

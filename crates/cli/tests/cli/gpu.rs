@@ -62,7 +62,7 @@ fn bad_gpu_input_exits_2_with_one_clear_line() {
             &["latency", "--min", "1M", "--max", "64K"],
             "--max at least --min",
         ),
-        (&["copy", "--nodes", "7"], "node 7 has no memory"),
+        (&["copy", "--nodes", "7"], "node 7 does not exist (nodes: 0)"),
         (&["injection", "--size", "100"], "--size must be a multiple of 64"),
     ];
     for (args, want) in cases {

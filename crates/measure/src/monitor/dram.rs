@@ -216,6 +216,47 @@ impl Window<'_> {
     }
 }
 
+/// Where a bandwidth measurement counts DRAM traffic from (--dram-counters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DramSource {
+    Off,
+    /// The first counter source found under these roots, if any.
+    Auto {
+        sysfs: std::path::PathBuf,
+        resctrl: std::path::PathBuf,
+        proc_root: std::path::PathBuf,
+    },
+}
+
+impl DramSource {
+    /// The counter source, opened, and what the result says about it.
+    pub fn open(&self) -> (Option<DramCounters>, DramCounting) {
+        match self {
+            DramSource::Off => (
+                None,
+                DramCounting {
+                    source: None,
+                    reason: "not counted: --dram-counters off".into(),
+                },
+            ),
+            DramSource::Auto {
+                sysfs,
+                resctrl,
+                proc_root,
+            } => DramCounters::find(sysfs, resctrl, proc_root),
+        }
+    }
+}
+
+/// `counting`, with why counting failed during the measurements where it did.
+pub fn finish_counting(mut counting: DramCounting, counters: Option<&DramCounters>) -> DramCounting {
+    let failures = counters.map(DramCounters::failures).unwrap_or_default();
+    if !failures.is_empty() {
+        counting.reason += &format!("; counting failed: {}", failures.join("; "));
+    }
+    counting
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;

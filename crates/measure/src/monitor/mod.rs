@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use memfabric_model::SourceStatus;
 use thiserror::Error;
 
-pub use dram::{chosen_because, open_first, DramCounters, Window};
+pub use dram::{chosen_because, finish_counting, open_first, DramCounters, DramSource, Window};
 pub use pmu::{encode, parse_format, read_pmus, Pmu};
 pub use sample::{delta, interval, CounterSource, Live, Monitor, Replay};
 

@@ -1,0 +1,197 @@
+//! `run`'s suite: the cells it measures, named once here. Running, the exit status,
+//! the saved figures and the report all walk [`Cell::ALL`], so a cell added to the
+//! suite is added to every one of them.
+
+use memfabric_topo::Topology;
+use serde::{Deserialize, Serialize};
+
+use crate::document::Document;
+use crate::failures::{Failure, Failures};
+use crate::{
+    BandwidthReport, C2cReport, Figure, Figures, GpuBandwidthReport, GpuCopyReport, LatencyReport,
+    LoadedLatencyReport, SweepReport,
+};
+
+/// One measurement of the suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cell {
+    /// Idle latency, every CPU node x memory node.
+    Latency,
+    /// Read bandwidth, every CPU node x memory node.
+    Bandwidth,
+    /// Every access mix, each node's own memory.
+    Mixes,
+    LoadedLatency,
+    C2c,
+    Sweep,
+    GpuBandwidth,
+    GpuCopy,
+}
+
+impl Cell {
+    /// In the order the suite runs them.
+    pub const ALL: [Cell; 8] = [
+        Cell::Latency,
+        Cell::Bandwidth,
+        Cell::Mixes,
+        Cell::LoadedLatency,
+        Cell::C2c,
+        Cell::Sweep,
+        Cell::GpuBandwidth,
+        Cell::GpuCopy,
+    ];
+
+    /// Its field in the run's JSON document.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cell::Latency => "latency",
+            Cell::Bandwidth => "bandwidth",
+            Cell::Mixes => "mixes",
+            Cell::LoadedLatency => "loaded_latency",
+            Cell::C2c => "c2c",
+            Cell::Sweep => "sweep",
+            Cell::GpuBandwidth => "gpu_bandwidth",
+            Cell::GpuCopy => "gpu_copy",
+        }
+    }
+
+    /// Its heading in text and HTML.
+    pub fn title(self) -> &'static str {
+        match self {
+            Cell::Latency => "Idle latency",
+            Cell::Bandwidth => "Bandwidth",
+            Cell::Mixes => "Bandwidth by access mix",
+            Cell::LoadedLatency => "Loaded latency",
+            Cell::C2c => "Core-to-core latency",
+            Cell::Sweep => "Cache hierarchy sweep",
+            Cell::GpuBandwidth => "GPU memory bandwidth",
+            Cell::GpuCopy => "Host-device copies",
+        }
+    }
+
+    /// The `measurement` of its saved figures, where it differs from the document's
+    /// command (two cells are bandwidth documents).
+    fn figure_measurement(self) -> Option<&'static str> {
+        match self {
+            Cell::Mixes => Some("bandwidth-mixes"),
+            _ => None,
+        }
+    }
+}
+
+/// What `run` reports: the topology, then one result per cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// quick, default or thorough.
+    pub suite: String,
+    /// The command line of each step, as a user would type it.
+    pub steps: Vec<String>,
+    pub topology: Topology,
+    pub latency: LatencyReport,
+    pub bandwidth: BandwidthReport,
+    pub mixes: BandwidthReport,
+    pub loaded_latency: LoadedLatencyReport,
+    pub c2c: C2cReport,
+    pub sweep: SweepReport,
+    /// Skipped, with why, where there is no NVIDIA driver or GPU.
+    pub gpu_bandwidth: GpuBandwidthReport,
+    pub gpu_copy: GpuCopyReport,
+}
+
+/// A cell's result was not the kind of document the cell makes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("suite cell {cell} got a {got} document")]
+pub struct WrongDocument {
+    pub cell: &'static str,
+    pub got: &'static str,
+}
+
+impl RunReport {
+    /// Assembles the report from one document per cell, in any order.
+    pub fn assemble(
+        suite: String,
+        steps: Vec<String>,
+        topology: Topology,
+        mut parts: Vec<(Cell, Document)>,
+    ) -> Result<RunReport, WrongDocument> {
+        let mut take = |cell: Cell| {
+            let i = parts.iter().position(|(c, _)| *c == cell);
+            i.map(|i| parts.swap_remove(i).1)
+        };
+        macro_rules! part {
+            ($cell:expr, $variant:ident) => {
+                match take($cell) {
+                    Some(Document::$variant(r)) => r,
+                    other => {
+                        return Err(WrongDocument {
+                            cell: $cell.name(),
+                            got: other.as_ref().map_or("missing", Document::command),
+                        })
+                    }
+                }
+            };
+        }
+        Ok(RunReport {
+            suite,
+            steps,
+            topology,
+            latency: part!(Cell::Latency, Latency),
+            bandwidth: part!(Cell::Bandwidth, Bandwidth),
+            mixes: part!(Cell::Mixes, Bandwidth),
+            loaded_latency: part!(Cell::LoadedLatency, LoadedLatency),
+            c2c: part!(Cell::C2c, C2c),
+            sweep: part!(Cell::Sweep, Sweep),
+            gpu_bandwidth: part!(Cell::GpuBandwidth, GpuBandwidth),
+            gpu_copy: part!(Cell::GpuCopy, GpuCopy),
+        })
+    }
+
+    /// A cell's result as a document of its own.
+    pub fn part(&self, cell: Cell) -> Document {
+        match cell {
+            Cell::Latency => Document::Latency(self.latency.clone()),
+            Cell::Bandwidth => Document::Bandwidth(self.bandwidth.clone()),
+            Cell::Mixes => Document::Bandwidth(self.mixes.clone()),
+            Cell::LoadedLatency => Document::LoadedLatency(self.loaded_latency.clone()),
+            Cell::C2c => Document::C2c(self.c2c.clone()),
+            Cell::Sweep => Document::Sweep(self.sweep.clone()),
+            Cell::GpuBandwidth => Document::GpuBandwidth(self.gpu_bandwidth.clone()),
+            Cell::GpuCopy => Document::GpuCopy(self.gpu_copy.clone()),
+        }
+    }
+
+    /// Every failed cell of every part, with the part it belongs to.
+    pub fn failed_cells(&self) -> Vec<(Cell, Failure)> {
+        Cell::ALL
+            .iter()
+            .flat_map(|&c| self.part(c).failures().into_iter().map(move |f| (c, f)))
+            .collect()
+    }
+}
+
+impl Figures for RunReport {
+    fn figures(&self) -> Vec<Figure> {
+        let mut out = Vec::new();
+        for cell in Cell::ALL {
+            for mut f in self.part(cell).figures() {
+                if let Some(m) = cell.figure_measurement() {
+                    f.measurement = m.into();
+                }
+                out.push(f);
+            }
+        }
+        out
+    }
+}
+
+impl Failures for RunReport {
+    fn failures(&self) -> Vec<Failure> {
+        self.failed_cells()
+            .into_iter()
+            .map(|(c, f)| Failure {
+                cell: format!("{}: {}", c.name(), f.cell),
+                reason: f.reason,
+            })
+            .collect()
+    }
+}
