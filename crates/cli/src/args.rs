@@ -97,7 +97,7 @@ Exit codes: 0 success, 1 a measurement failed, 2 bad input or usage.";
 pub const DEFAULT_SEED: u64 = 0x6d65_6d66;
 
 /// --cv-threshold when none is given, in percent.
-pub const DEFAULT_CV_PERCENT: f64 = 100.0 * memfabric_measure::noise::DEFAULT_THRESHOLD_CV;
+pub const DEFAULT_CV_PERCENT: f64 = 100.0 * memfabric_analysis::noise::DEFAULT_THRESHOLD_CV;
 
 #[derive(Debug, Parser)]
 #[command(name = "memfabric", version, about = "Map a machine's memory fabric: latency and bandwidth between every CPU node and every memory node", after_help = AFTER_HELP)]

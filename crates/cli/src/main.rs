@@ -1,5 +1,7 @@
 //! memfabric: map a machine's memory fabric.
 
+#![forbid(unsafe_code)]
+
 mod args;
 mod cmd;
 mod output;

@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result};
 use memfabric_model::{Envelope, Failures, Figure, Figures, Tool, SCHEMA_VERSION};
 use memfabric_store::{NewRun, Store};
-use memfabric_topo::Topology;
+use memfabric_topo::{Roots, Topology};
 use serde::Serialize;
 
 use crate::progress::Progress;
@@ -168,7 +168,7 @@ impl Ctx {
             command: command.into(),
             args: self.args.clone(),
             started_unix_s: self.started_unix_s,
-            environment: topo.map(|t| memfabric_measure::env::environment(t, Path::new("/sys"))),
+            environment: topo.map(|t| memfabric_measure::env::environment(t, &Roots::live())),
             result,
         }
     }
@@ -194,7 +194,8 @@ pub fn print_all(text: &str) -> Result<()> {
 
 /// Reads the topology of the machine this process runs on.
 pub fn this_machine() -> Result<Topology> {
-    Topology::read(Path::new("/sys")).context("reading the topology from /sys")
+    let sys = Roots::live().sys;
+    Topology::read(&sys).with_context(|| format!("reading the topology from {}", sys.display()))
 }
 
 /// The run database: --db, else $MEMFABRIC_DB, else under $XDG_DATA_HOME or ~/.local/share.

@@ -336,11 +336,15 @@ fn sigint_and_sigterm_stop_cleanly() {
 }
 
 fn free_2m_pages() -> Option<u64> {
-    std::fs::read_to_string("/sys/devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+    std::fs::read_to_string(
+        memfabric_topo::Roots::live()
+            .sys
+            .join("devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages"),
+    )
+    .ok()?
+    .trim()
+    .parse()
+    .ok()
 }
 
 /// Needs 64 free 2 MiB pages on node 0 (.ci/run reserves them where it may).

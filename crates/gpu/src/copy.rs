@@ -512,7 +512,7 @@ mod tests {
     #[ignore]
     fn copies_on_a_real_gpu() {
         use CopyDirection::*;
-        let gpu = Gpu::open(0, std::path::Path::new("/sys")).expect("a GPU");
+        let gpu = Gpu::open(0, &memfabric_topo::Roots::live().sys).expect("a GPU");
         let mut p = plan(
             vec![HostMemory::Pageable, HostMemory::Pinned, HostMemory::PinnedNode],
             vec![CopyEngine::CopyEngine, CopyEngine::Sm],

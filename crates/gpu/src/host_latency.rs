@@ -205,7 +205,7 @@ mod tests {
     #[test]
     #[ignore]
     fn chases_host_memory_from_a_real_gpu() {
-        let gpu = Gpu::open(0, std::path::Path::new("/sys")).expect("a GPU");
+        let gpu = Gpu::open(0, &memfabric_topo::Roots::live().sys).expect("a GPU");
         let p = plan(8 << 20, 64);
         let Outcome::Ok(cells) = measure(&gpu, &p, &memfabric_measure::Silent).unwrap() else {
             panic!("not measured");

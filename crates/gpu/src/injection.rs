@@ -2,10 +2,10 @@
 //! cache (Intel DDIO, AMD's cache injection)? A CPU chases the buffer once right
 //! after the GPU wrote it, after flushing it to DRAM, and right after writing it itself.
 
+use memfabric_measure::kernels::flush::{flush_lines, walk, CAN_FLUSH};
 use memfabric_measure::observer::{interrupted, Observer};
 use memfabric_measure::order::{sattolo, Rng};
 use memfabric_measure::placement::{allocate_verified, pin};
-use memfabric_measure::sys::flush::{flush_lines, walk, CAN_FLUSH};
 use memfabric_model::{GpuInjection, GpuInjectionCase, HugePages, InjectionCase, Outcome, Summary};
 
 use crate::sys::{timed, Device, DeviceMem, GpuError, Mapped, Op, Registered, Stream};
@@ -349,7 +349,7 @@ mod tests {
     #[test]
     #[ignore]
     fn injection_on_a_real_gpu() {
-        let gpu = Gpu::open(0, std::path::Path::new("/sys")).expect("a GPU");
+        let gpu = Gpu::open(0, &memfabric_topo::Roots::live().sys).expect("a GPU");
         let cpu = memfabric_measure::sys::current_affinity().unwrap()[0];
         let plan = GpuInjectionPlan {
             cpu,

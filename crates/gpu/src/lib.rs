@@ -4,6 +4,8 @@
 //!
 //! Like the measurement core, nothing here prints: results are memfabric-model types.
 
+#![deny(unsafe_code)]
+
 pub mod bandwidth;
 pub mod copy;
 pub mod host_latency;
@@ -14,6 +16,8 @@ pub mod loaded;
 pub mod measurements;
 pub mod plan;
 pub mod ptx;
+// The CUDA driver and NVML: the one module that may use unsafe code.
+#[allow(unsafe_code)]
 pub mod sys;
 
 use std::path::Path;

@@ -18,6 +18,8 @@ use crate::Gpu;
 pub struct GpuLoadedPlan {
     /// The CPU that chases, and the node of both the chase and the DMA buffers.
     pub cpu: u32,
+    /// The chasing CPU's SMT siblings (from the topology): the feeder avoids them.
+    pub cpu_siblings: Vec<u32>,
     pub node: u32,
     pub chase: ChaseShape,
     /// Bytes of each DMA copy.
@@ -64,7 +66,7 @@ fn on_cpu(
 ) -> Result<Outcome<Vec<GpuLoadedPoint>>, GpuError> {
     // Read before prepare_chase pins this thread: the CPUs the feeder may use.
     let allowed = current_affinity().unwrap_or_default();
-    let feeder = feeder_cpu(&allowed, plan.cpu, &smt_siblings(plan.cpu));
+    let feeder = feeder_cpu(&allowed, plan.cpu, &plan.cpu_siblings);
     let ready = match prepare_chase(plan.cpu, plan.node, &plan.chase, obs) {
         Ok(r) => r,
         Err(e) => return Ok(e.outcome()),
@@ -329,14 +331,6 @@ pub fn feeder_cpu(allowed: &[u32], chase_cpu: u32, siblings: &[u32]) -> Option<u
         .or_else(|| others().max())
 }
 
-fn smt_siblings(cpu: u32) -> Vec<u32> {
-    let path = format!("/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list");
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|s| memfabric_topo::parse_cpulist(&s).ok())
-        .unwrap_or_else(|| vec![cpu])
-}
-
 fn label(gap: Option<u64>) -> String {
     match gap {
         None => "idle".into(),
@@ -402,10 +396,11 @@ mod tests {
     #[ignore]
     fn loaded_latency_on_a_real_gpu() {
         use memfabric_model::Pattern;
-        let gpu = Gpu::open(0, std::path::Path::new("/sys")).expect("a GPU");
+        let gpu = Gpu::open(0, &memfabric_topo::Roots::live().sys).expect("a GPU");
         let cpu = current_affinity().unwrap()[0];
         let plan = GpuLoadedPlan {
             cpu,
+            cpu_siblings: Vec::new(),
             node: gpu.info.numa_node.unwrap_or(0),
             chase: ChaseShape {
                 size_bytes: 64 << 20,

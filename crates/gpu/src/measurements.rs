@@ -292,7 +292,7 @@ pub struct Resolved<T> {
     pub target: Target,
     pub placed: Placed<T>,
     pub chosen: (u32, u32),
-    machine: (memfabric_topo::Topology, Vec<u32>),
+    machine: (memfabric_topo::Topology, Vec<u32>, memfabric_topo::Roots),
 }
 
 impl<T: Clone> Resolved<T> {
@@ -302,8 +302,17 @@ impl<T: Clone> Resolved<T> {
             target: o.target.clone(),
             placed: p.clone(),
             chosen: m.node_and_cpu(p.node.unwrap_or(0), p.cpu)?,
-            machine: (m.topo.clone(), m.allowed_cpus.clone()),
+            machine: (m.topo.clone(), m.allowed_cpus.clone(), m.roots.clone()),
         })
+    }
+
+    /// A CPU's SMT siblings, from the topology.
+    fn siblings(&self, cpu: u32) -> Vec<u32> {
+        self.machine
+            .0
+            .cpu(cpu)
+            .map(|c| c.smt_siblings.clone())
+            .unwrap_or_default()
     }
 
     /// Opens the GPU and measures on the chosen node and CPU; returns them with
@@ -318,6 +327,7 @@ impl<T: Clone> Resolved<T> {
                 let m = Machine {
                     topo: &self.machine.0,
                     allowed_cpus: self.machine.1.clone(),
+                    roots: self.machine.2.clone(),
                 };
                 chosen = m
                     .node_and_cpu(own, self.placed.cpu)
@@ -376,6 +386,7 @@ impl Measurement for LoadedLatency {
         let ((node, cpu), gpu, outcome) = p.on_node(|g, node, cpu| {
             let plan = loaded::GpuLoadedPlan {
                 cpu,
+                cpu_siblings: p.siblings(cpu),
                 node,
                 chase: ChaseShape {
                     size_bytes: chase_bytes,

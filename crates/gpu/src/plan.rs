@@ -1,7 +1,7 @@
 //! The pure part of every GPU measurement: sizes, launch shapes, byte counting, the
 //! chase's layout and the naming of latency levels. Tested everywhere, GPU or not.
 
-use memfabric_measure::levels::{detect, Direction};
+use memfabric_analysis::levels::{detect, Direction};
 use memfabric_measure::order::{sattolo, Rng};
 use memfabric_model::{GpuLatencyPoint, GpuLevel, GpuStreamKernel};
 

@@ -2,8 +2,6 @@
 //! that says so; the tests marked `#[ignore]` need a GPU and run on one with
 //! `cargo test -p memfabric-gpu -- --ignored`.
 
-use std::path::Path;
-
 use memfabric_gpu::bandwidth::GpuBandwidthPlan;
 use memfabric_gpu::latency::GpuLatencyPlan;
 use memfabric_gpu::sys::driver_present;
@@ -17,14 +15,19 @@ fn without_a_driver_every_measurement_is_skipped_and_says_why() {
         eprintln!("an NVIDIA driver is installed here: this test is for machines without one");
         return;
     }
-    assert!(matches!(Gpu::open(0, Path::new("/sys")), Err(GpuError::NoDriver)));
+    assert!(matches!(
+        Gpu::open(0, &memfabric_topo::Roots::live().sys),
+        Err(GpuError::NoDriver)
+    ));
     let plan = GpuBandwidthPlan {
         kernels: vec![GpuStreamKernel::Triad],
         array_bytes: vec![1 << 20],
         block_threads: 256,
         samples: 2,
     };
-    let (gpu, outcome) = with_gpu(0, Path::new("/sys"), |g| bandwidth::measure(g, &plan, &Silent));
+    let (gpu, outcome) = with_gpu(0, &memfabric_topo::Roots::live().sys, |g| {
+        bandwidth::measure(g, &plan, &Silent)
+    });
     assert!(gpu.is_none());
     match outcome {
         Outcome::Skipped { reason } => assert!(reason.contains("no NVIDIA driver found"), "{reason}"),
@@ -41,7 +44,9 @@ fn device_memory_triad_is_validated_and_near_the_peak() {
         block_threads: 256,
         samples: 5,
     };
-    let (gpu, outcome) = with_gpu(0, Path::new("/sys"), |g| bandwidth::measure(g, &plan, &Silent));
+    let (gpu, outcome) = with_gpu(0, &memfabric_topo::Roots::live().sys, |g| {
+        bandwidth::measure(g, &plan, &Silent)
+    });
     let gpu = gpu.expect("a GPU");
     let Outcome::Ok(m) = outcome else {
         panic!("{outcome:?}")
@@ -71,7 +76,9 @@ fn latency_curve_finds_l1_l2_and_device_memory() {
         samples: 3,
         seed: 1,
     };
-    let (_, outcome) = with_gpu(0, Path::new("/sys"), |g| latency::measure(g, &plan, &Silent));
+    let (_, outcome) = with_gpu(0, &memfabric_topo::Roots::live().sys, |g| {
+        latency::measure(g, &plan, &Silent)
+    });
     let Outcome::Ok(m) = outcome else {
         panic!("{outcome:?}")
     };

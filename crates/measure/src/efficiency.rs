@@ -6,7 +6,7 @@ use memfabric_model::{
 };
 use memfabric_topo::Topology;
 
-use crate::theory;
+use memfabric_analysis::theory;
 
 /// Sets each bandwidth cell's share of its path's peak; cells whose peak is
 /// not known (no SMBIOS, CPU-less nodes, ...) are left without one.

@@ -8,9 +8,10 @@ use std::time::Instant;
 
 use memfabric_model::{HugePages, Placement};
 
+use crate::kernels::ARRAY_ALIGN;
 use crate::observer::Observer;
 use crate::placement::{allocate_verified, pin};
-use crate::sys::{Buffer, ARRAY_ALIGN};
+use crate::sys::Buffer;
 
 /// One member: the CPU it is pinned to and the node its arrays live on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +58,7 @@ impl Arrays {
     /// The arrays as distinct mutable slices.
     pub fn slices(&mut self) -> Vec<&mut [f64]> {
         let stride = stride_elements(self.elements);
-        let all = crate::sys::as_doubles(self.buf.as_mut_slice());
+        let all = crate::kernels::as_doubles(self.buf.as_mut_slice());
         debug_assert!((all.as_ptr() as usize).is_multiple_of(ARRAY_ALIGN));
         all.chunks_mut(stride)
             .take(self.count)

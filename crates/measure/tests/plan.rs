@@ -3,12 +3,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use memfabric_measure::loaded_plan::{loaded_plan, LoadedOptions};
+use memfabric_measure::kernels::Isa;
+use memfabric_measure::plan::loaded::{loaded_plan, LoadedOptions};
 use memfabric_measure::plan::{
     bandwidth_plan, domain_plan, latency_plan, stream_plan, BandwidthOptions, DomainOptions, LatencyOptions,
     Machine, PlanError, Selection, StreamOptions,
 };
-use memfabric_measure::sys::Isa;
 use memfabric_model::{HugePages, Mix, Pattern};
 use memfabric_topo::Topology;
 
@@ -60,6 +60,7 @@ fn epyc_matrix_is_8_by_8_from_each_nodes_first_cpu() {
     let m = Machine {
         allowed_cpus: all_cpus(&t),
         topo: &t,
+        roots: memfabric_topo::Roots::live(),
     };
     let p = latency_plan(&m, &matrix(), &lat(Some(1 << 30), HugePages::Off)).unwrap();
     assert_eq!(p.cells.len(), 64);
@@ -82,6 +83,7 @@ fn cpu_less_node_is_a_column_never_a_row() {
     let m = Machine {
         allowed_cpus: all_cpus(&t),
         topo: &t,
+        roots: memfabric_topo::Roots::live(),
     };
     let p = latency_plan(&m, &matrix(), &lat(Some(1 << 20), HugePages::Off)).unwrap();
     assert_eq!((p.cpu_nodes.clone(), p.mem_nodes.clone()), (vec![0], vec![0, 1]));
@@ -102,6 +104,7 @@ fn unknown_nodes_and_cpus_are_named() {
     let m = Machine {
         allowed_cpus: all_cpus(&t),
         topo: &t,
+        roots: memfabric_topo::Roots::live(),
     };
     let sel = Selection {
         cpu_nodes: Some(vec![7]),
@@ -132,6 +135,7 @@ fn restricted_cpu_set_is_honoured() {
     let m = Machine {
         allowed_cpus: (8..16).collect(),
         topo: &t,
+        roots: memfabric_topo::Roots::live(),
     };
     let p = latency_plan(&m, &matrix(), &lat(Some(1 << 20), HugePages::Off)).unwrap();
     assert_eq!(p.cpu_nodes, vec![1]);
@@ -165,6 +169,7 @@ fn memory_and_huge_pages_are_checked_before_allocating() {
     let m = Machine {
         allowed_cpus: all_cpus(&t),
         topo: &t,
+        roots: memfabric_topo::Roots::live(),
     };
     let e = latency_plan(&m, &Selection::default(), &lat(Some(200 << 30), HugePages::Off)).unwrap_err();
     assert!(matches!(e, PlanError::TooLarge { node: 0, .. }), "{e}");
@@ -182,6 +187,7 @@ fn memory_and_huge_pages_are_checked_before_allocating() {
     let m = Machine {
         allowed_cpus: all_cpus(&t),
         topo: &t,
+        roots: memfabric_topo::Roots::live(),
     };
     let e = latency_plan(&m, &Selection::default(), &lat(Some(4 << 20), HugePages::Huge2M)).unwrap_err();
     assert!(e.to_string().contains("echo 3 | sudo tee"), "{e}");
@@ -193,6 +199,7 @@ fn thread_counts_are_bounded_by_the_node() {
     let m = Machine {
         allowed_cpus: all_cpus(&t),
         topo: &t,
+        roots: memfabric_topo::Roots::live(),
     };
     let node0 = t.node(0).unwrap().cpus.len();
     let e = bandwidth_plan(&m, &Selection::default(), &bw(Some(node0 + 1))).unwrap_err();
@@ -208,6 +215,7 @@ fn mixes_and_thread_lists_multiply_the_cells() {
     let m = Machine {
         allowed_cpus: all_cpus(&t),
         topo: &t,
+        roots: memfabric_topo::Roots::live(),
     };
     let opt = BandwidthOptions {
         mixes: vec![Mix::Read, Mix::Triad],
@@ -246,6 +254,7 @@ fn per_domain_takes_every_l3_domain_with_its_own_node() {
     let m = Machine {
         allowed_cpus: all_cpus(&t),
         topo: &t,
+        roots: memfabric_topo::Roots::live(),
     };
     let p = domain_plan(&m, &Selection::default(), &dom(Some(1333.0))).unwrap();
     assert_eq!(p.domains.len(), t.l3_domains.len());
@@ -273,6 +282,7 @@ fn stream_splits_threads_over_nodes_and_keeps_parts_local() {
     let m = Machine {
         allowed_cpus: all_cpus(&t),
         topo: &t,
+        roots: memfabric_topo::Roots::live(),
     };
     let opt = StreamOptions {
         array_bytes: Some(64 << 20),
@@ -333,6 +343,7 @@ fn loaded_latency_puts_load_and_latency_where_asked() {
     let m = Machine {
         allowed_cpus: all_cpus(&t),
         topo: &t,
+        roots: memfabric_topo::Roots::live(),
     };
     // Default: the first CPU measures, every other CPU loads its node's memory.
     let p = loaded_plan(&m, &loaded(|_| {})).unwrap();
@@ -372,6 +383,7 @@ fn loaded_latency_refuses_what_cannot_run() {
     let m = Machine {
         allowed_cpus: all_cpus(&t),
         topo: &t,
+        roots: memfabric_topo::Roots::live(),
     };
     let err = |f: fn(&mut LoadedOptions)| loaded_plan(&m, &loaded(f)).unwrap_err().to_string();
     assert!(err(|o| o.points = 1).contains("--points must be at least 2"));
@@ -386,6 +398,7 @@ fn loaded_latency_refuses_what_cannot_run() {
     let single = Machine {
         allowed_cpus: vec![5],
         topo: &t,
+        roots: memfabric_topo::Roots::live(),
     };
     let e = loaded_plan(&single, &loaded(|_| {})).unwrap_err().to_string();
     assert!(e.contains("no CPU left to load"), "{e}");

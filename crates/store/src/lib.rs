@@ -6,6 +6,8 @@
 //! both succeed, one after the other. The schema version is SQLite's `user_version`;
 //! a database from a newer memfabric is refused rather than misread.
 
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -12,12 +12,15 @@
 //! # Ok::<(), memfabric_topo::TopoError>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod cache;
 mod cpu;
 mod cpulist;
 mod dmidecode;
 mod error;
 mod hmat;
+mod host;
 mod locator;
 mod node;
 pub mod parse;
@@ -30,6 +33,7 @@ mod types;
 pub use cpulist::{format_cpulist, parse_cpulist, MAX_LIST_IDS};
 pub use dmidecode::{dmidecode_fallback, live_memory_devices, parse_dmidecode};
 pub use error::{ListError, TopoError};
+pub use host::{cpuinfo_field, governors, mem_available_bytes, numa_balancing, Host};
 pub use locator::{group_dimms, parse_place, Place};
 pub use roots::Roots;
 pub use smbios::{decode_type17, read_memory_devices, Dimm, MemoryDevices};

@@ -72,7 +72,7 @@ pub struct MachineSource {
 
 impl MachineSource {
     pub fn is_live(&self) -> bool {
-        self.sysfs.as_os_str() == "/sys" && self.smbios.is_none() && self.dmidecode.is_none()
+        memfabric_topo::Roots::is_live_sys(&self.sysfs) && self.smbios.is_none() && self.dmidecode.is_none()
     }
 }
 

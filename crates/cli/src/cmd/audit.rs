@@ -1,8 +1,11 @@
 //! `memfabric audit`: what is wrong with this machine's memory configuration.
 
+use std::path::Path;
+
 use anyhow::Result;
-use memfabric_measure::audit::{audit, Settings};
+use memfabric_analysis::audit::{audit, Settings};
 use memfabric_model::{AuditReport, PopulationClass, Severity};
+use memfabric_topo::{Roots, Topology};
 use serde::Serialize;
 
 use super::theory::{memory_devices, read_topology};
@@ -17,16 +20,25 @@ struct AuditResult<'a> {
     memory_devices: &'a memfabric_topo::MemoryDevices,
 }
 
+/// The kernel settings the audit judges, read under the given roots.
+fn settings(topo: &Topology, sys: &Path, proc: &Path) -> Settings {
+    Settings::new(
+        topo,
+        memfabric_topo::governors(topo, sys),
+        memfabric_topo::numa_balancing(proc),
+    )
+}
+
 pub fn run(ctx: &Ctx, a: &AuditArgs) -> Result<Status> {
     let mut topo = read_topology(&a.source.sysfs)?;
     topo.memory_devices = memory_devices(&topo, &a.source)?;
-    if a.proc.as_os_str() != "/proc" && !a.proc.is_dir() {
+    if !Roots::is_live_proc(&a.proc) && !a.proc.is_dir() {
         return Err(Usage(format!("--proc {}: not a directory", a.proc.display())).into());
     }
-    let settings = Settings::read(&topo, &a.source.sysfs, &a.proc);
+    let settings = settings(&topo, &a.source.sysfs, &a.proc);
     let report = audit(&topo, &settings);
     if ctx.json {
-        let live = a.source.is_live() && a.proc.as_os_str() == "/proc";
+        let live = a.source.is_live() && Roots::is_live_proc(&a.proc);
         let result = AuditResult {
             report: &report,
             memory_devices: &topo.memory_devices,
@@ -96,7 +108,7 @@ mod tests {
         let mut topo = Topology::read(&fixtures.join("epyc7601-2s/sys")).unwrap();
         topo.memory_devices = read_memory_devices(&fixtures.join("smbios/ddr4-2s-mixed"));
         group_dimms(&mut topo.memory_devices.dimms, 2);
-        let settings = Settings::read(
+        let settings = settings(
             &topo,
             &fixtures.join("epyc7601-2s/sys"),
             &fixtures.join("smbios/proc-untuned"),

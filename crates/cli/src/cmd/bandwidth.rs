@@ -1,8 +1,6 @@
 //! `memfabric bandwidth`: access mixes per CPU node x memory node, per thread count,
 //! or per L3 domain.
 
-use std::path::Path;
-
 use anyhow::Result;
 use memfabric_measure::bandwidth::{Bandwidth, BandwidthAsk};
 use memfabric_measure::domains::Domains;
@@ -84,7 +82,7 @@ fn dram_source(a: &DramArgs) -> DramSource {
         DramArg::Auto => DramSource::Auto {
             sysfs: a.counters_sysfs.clone(),
             resctrl: a.counters_resctrl.clone(),
-            proc_root: Path::new("/proc").into(),
+            proc_root: memfabric_topo::Roots::live().proc,
         },
     }
 }

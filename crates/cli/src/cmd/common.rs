@@ -1,8 +1,9 @@
 //! Pieces latency and bandwidth share: resolving the selection, matrices, failures.
 
 use anyhow::Result;
+use memfabric_measure::kernels::Isa;
 use memfabric_measure::plan::{self, Machine, PlanError};
-use memfabric_measure::sys::{self, Isa};
+use memfabric_measure::sys::{self};
 use memfabric_measure::Measurement;
 use memfabric_model::{Noise, Outcome, Placement, Summary};
 use memfabric_topo::{format_cpulist, Topology};
@@ -24,7 +25,11 @@ pub fn machine(topo: &Topology) -> Result<Machine<'_>> {
             format_cpulist(&online)
         );
     }
-    Ok(Machine { topo, allowed_cpus })
+    Ok(Machine {
+        topo,
+        allowed_cpus,
+        roots: memfabric_topo::Roots::live(),
+    })
 }
 
 /// The instruction set --kernel asks for, refused when this CPU cannot run it.

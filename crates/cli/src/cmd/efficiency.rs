@@ -1,7 +1,7 @@
 //! Each bandwidth cell's share of its path's theoretical peak, from this
 //! machine's DIMMs: set after measuring, shown beside the measured table.
 
-use memfabric_measure::theory;
+use memfabric_analysis::theory;
 use memfabric_model::{BandwidthCell, BandwidthReport, Efficiency, LinkPeak};
 
 use super::common;
@@ -180,7 +180,7 @@ mod tests {
             panic!()
         };
         theory::annotate_bandwidth(&mut r, &topo, &peak, None);
-        r.firmware = memfabric_measure::firmware::compare_bandwidth(&r, &topo);
+        r.firmware = memfabric_analysis::firmware::compare_bandwidth(&r, &topo);
         insta::assert_snapshot!(super::super::bandwidth::render(&r));
     }
 }

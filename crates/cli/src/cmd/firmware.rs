@@ -1,7 +1,7 @@
 //! Firmware (SLIT, HMAT) figures beside a measured matrix, and where they
 //! disagree; called from the latency and bandwidth renderers.
 
-use memfabric_measure::theory::num;
+use memfabric_analysis::theory::num;
 use memfabric_model::FirmwareComparison;
 
 use super::common;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use memfabric_measure::loaded::LoadedLatency;
-use memfabric_measure::loaded_plan::LoadedOptions;
+use memfabric_measure::plan::loaded::LoadedOptions;
 use memfabric_measure::plan::Selection;
 use memfabric_measure::Request;
 use memfabric_model::{format_size, LatencyMeasurement, LoadedLatencyReport, Outcome};

@@ -2,7 +2,6 @@
 //! for a time or over one command's lifetime.
 
 use std::io::{IsTerminal, Write};
-use std::path::Path;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -10,6 +9,7 @@ use anyhow::{Context, Result};
 use memfabric_measure::monitor::{self, Access, Candidate, CounterSource, Live, Monitor};
 use memfabric_measure::sys::stop_signal;
 use memfabric_model::{CommandRun, MonitorInterval, MonitorMeasurement, MonitorReport, Outcome, Traffic};
+use memfabric_topo::Roots;
 
 use crate::args::MonitorArgs;
 use crate::output::{Ctx, Finished, Status, Usage};
@@ -104,9 +104,8 @@ pub fn run(ctx: &Ctx, a: &MonitorArgs) -> Result<Status> {
             eprintln!("memfabric: skipped: {reason}");
         }
     }
-    let live_machine = a.sysfs == Path::new("/sys");
-    let topo = if live_machine {
-        memfabric_topo::Topology::read(Path::new("/sys")).ok()
+    let topo = if Roots::is_live_sys(&a.sysfs) {
+        memfabric_topo::Topology::read(&a.sysfs).ok()
     } else {
         None
     };
@@ -127,7 +126,7 @@ pub fn run(ctx: &Ctx, a: &MonitorArgs) -> Result<Status> {
 
 fn missing(candidates: &[Candidate], a: &MonitorArgs) -> Vec<String> {
     let pmus: Vec<String> = monitor::read_pmus(&a.sysfs).into_iter().map(|p| p.name).collect();
-    monitor::missing(candidates, &Access::read(Path::new("/proc")), &a.resctrl, &pmus)
+    monitor::missing(candidates, &Access::read(&Roots::live().proc), &a.resctrl, &pmus)
 }
 
 /// Samples every interval until the duration ends, the command exits or a stop signal.

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use anyhow::Result;
+use memfabric_measure::plan::sweep::{SweepOptions, SweepThreads};
 use memfabric_measure::plan::Selection;
 use memfabric_measure::sweep::Sweep;
-use memfabric_measure::sweep_plan::{SweepOptions, SweepThreads};
 use memfabric_measure::Request;
 use memfabric_model::{format_size, Noise, SweepLevels, SweepPoint, SweepReport};
 use memfabric_topo::{format_cpulist, Topology};
@@ -290,7 +290,7 @@ fn capitalised(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memfabric_measure::sweep_levels::{levels, ExpectedLevel};
+    use memfabric_analysis::sweep_levels::{levels, ExpectedLevel};
     use memfabric_model::{
         BandwidthMeasurement, HugePages, LatencyMeasurement, Mix, MixInfo, Noise, Outcome, Pattern,
         Placement, Summary, SweepBandwidthPoint, SweepBandwidthSetup, SweepLatencyPoint, SweepLatencySetup,
@@ -363,7 +363,7 @@ mod tests {
     }
 
     fn report() -> SweepReport {
-        let sizes = memfabric_measure::sweep_plan::grid(4 << 10, 128 << 20, 2);
+        let sizes = memfabric_measure::plan::sweep::grid(4 << 10, 128 << 20, 2);
         let mut points: Vec<SweepPoint> = sizes.iter().map(|&s| point(s, s == 8 << 10)).collect();
         points[3].bandwidth.as_mut().unwrap().outcome = Outcome::Failed {
             reason: "validation failed: 1 of 1024 elements of the written array are wrong".into(),

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::Result;
-use memfabric_measure::theory::{self, Description, FILE_NAMES, FLAG_NAMES};
+use memfabric_analysis::theory::{self, Description, FILE_NAMES, FLAG_NAMES};
 use memfabric_model::{format_size, MemoryPeak, Outcome, TheoryReport};
 use memfabric_topo::{group_dimms, parse_dmidecode, read_memory_devices, MemoryDevices, Topology};
 use serde::Serialize;
@@ -132,8 +132,8 @@ fn error_line(text: &str, span: Option<std::ops::Range<usize>>, message: &str) -
 /// The topology at `sysfs`; a tree the user pointed at is input (exit 2).
 pub fn read_topology(sysfs: &Path) -> Result<Topology> {
     Topology::read(sysfs).map_err(|e| {
-        if sysfs.as_os_str() == "/sys" {
-            anyhow::Error::new(e).context("reading the topology from /sys")
+        if memfabric_topo::Roots::is_live_sys(sysfs) {
+            anyhow::Error::new(e).context(format!("reading the topology from {}", sysfs.display()))
         } else {
             Usage(format!("{}: {e}", sysfs.display())).into()
         }
@@ -293,7 +293,7 @@ fn dimm_table(d: &MemoryDevices) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memfabric_measure::theory::{dram_peak, link_peak, DramSpec, LinkSpec};
+    use memfabric_analysis::theory::{dram_peak, link_peak, DramSpec, LinkSpec};
 
     fn fixture_devices(name: &str, packages: usize) -> MemoryDevices {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))

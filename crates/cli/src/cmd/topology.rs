@@ -9,7 +9,7 @@ use crate::output::{print_all, Ctx, Status, Usage};
 use crate::table::Table;
 
 pub fn run(ctx: &Ctx, a: &TopologyArgs) -> Result<Status> {
-    let real = a.sysfs.as_os_str() == "/sys";
+    let real = memfabric_topo::Roots::is_live_sys(&a.sysfs);
     let topo = match Topology::read(&a.sysfs) {
         Ok(t) => t,
         // A tree the user pointed at is input: its faults are theirs (exit 2).

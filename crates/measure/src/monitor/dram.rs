@@ -266,9 +266,10 @@ mod tests {
 
     use super::*;
     use crate::bandwidth::{measure_passes, KernelOptions};
+    use crate::kernels::Isa;
     use crate::monitor::{discover, Replay};
     use crate::observer::Observer;
-    use crate::sys::{current_affinity, Isa};
+    use crate::sys::current_affinity;
     use crate::team::{run_with_edges, Member};
 
     struct Quiet;
@@ -426,7 +427,11 @@ mod tests {
     #[test]
     fn no_source_here_says_what_is_missing() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/event_source/none");
-        let (c, counting) = DramCounters::find(&root.join("sys"), &root.join("resctrl"), Path::new("/proc"));
+        let (c, counting) = DramCounters::find(
+            &root.join("sys"),
+            &root.join("resctrl"),
+            &memfabric_topo::Roots::live().proc,
+        );
         assert!(c.is_none() && counting.source.is_none());
         assert!(
             counting.reason.starts_with("no memory-traffic counters: ")

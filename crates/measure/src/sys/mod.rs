@@ -1,22 +1,14 @@
-//! Every `unsafe` block and system call of memfabric lives under this module.
-//! Callers above it get safe, checked wrappers.
+//! Every system call of memfabric lives under this module: affinity, memory
+//! mapping and NUMA placement, perf events, signals. With `crate::kernels`, it holds
+//! all of the crate's `unsafe` code; callers above get safe, checked wrappers.
 
-pub mod flush;
-mod kernels;
 mod mem;
 mod perf;
-mod pingpong;
 mod signal;
-mod streams;
-mod vector;
 
-pub use kernels::{chase, chase_count_cycle, link_chase, Chain, LINE};
 pub use mem::{Buffer, MapError};
 pub use perf::PerfCounter;
-pub use pingpong::{Line, LinePage, Pinger};
 pub use signal::{install_stop_handlers, stop_signal};
-pub use streams::{as_doubles, run_pass, run_pass_range, Op, Pass, ARRAY_ALIGN, BLOCK_ELEMENTS};
-pub use vector::Isa;
 
 use std::io;
 

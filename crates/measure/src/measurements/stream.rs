@@ -10,8 +10,8 @@ use memfabric_model::{
 };
 
 use crate::bandwidth::SCALAR;
+use crate::kernels::{run_pass, Isa, Op, Pass};
 use crate::observer::{interrupted, Observer};
-use crate::sys::{run_pass, Isa, Op, Pass};
 use crate::team::{self, Arrays, Member};
 
 /// STREAM's names, operations on (a, b, c) and bytes per element, in its order.
@@ -222,8 +222,8 @@ impl crate::measurement::Measurement for Stream {
     }
 
     fn enrich(r: &mut StreamReport, p: &Self::Plan, m: &crate::plan::Machine) {
-        let conditions = crate::noise::Conditions::read();
-        crate::noise::annotate_stream(r, m.topo, &conditions, p.threshold_cv);
+        let conditions = m.conditions();
+        memfabric_analysis::noise::annotate_stream(r, m.topo, &conditions, p.threshold_cv);
         crate::efficiency::annotate_stream(r, m.topo);
     }
 }

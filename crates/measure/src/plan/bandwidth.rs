@@ -7,9 +7,9 @@ use memfabric_topo::format_cpulist;
 
 use crate::bandwidth::{round_array_bytes, BandwidthCellSpec, BandwidthPlan, KernelOptions};
 use crate::domains::{DomainPlan, DomainSpec};
+use crate::kernels::Isa;
 use crate::plan::{Machine, PlanError, Selection};
 use crate::stream::StreamPlan;
-use crate::sys::Isa;
 use crate::team::Member;
 
 pub struct BandwidthOptions {

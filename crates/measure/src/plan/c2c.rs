@@ -4,8 +4,8 @@
 use memfabric_model::{C2cClass, C2cMode};
 use memfabric_topo::{format_cpulist, Topology};
 
+use crate::kernels::LINE;
 use crate::plan::{Machine, PlanError};
-use crate::sys::LINE;
 
 /// Timed samples per pair when none is asked for.
 pub const DEFAULT_SAMPLES: usize = 100;
@@ -200,6 +200,7 @@ mod tests {
         let m = Machine {
             topo: &t,
             allowed_cpus: t.cpus.iter().map(|c| c.id).collect(),
+            roots: memfabric_topo::Roots::live(),
         };
         let p = c2c_plan(&m, &options(Some(vec![0, 1, 4, 32]), vec![0, 64, 4032])).unwrap();
         assert_eq!(p.pairs.len(), 12);
@@ -226,6 +227,7 @@ mod tests {
         let m = Machine {
             topo: &t,
             allowed_cpus: vec![0, 1, 2],
+            roots: memfabric_topo::Roots::live(),
         };
         let err = |o: C2cOptions| c2c_plan(&m, &o).unwrap_err().to_string();
         assert!(err(options(Some(vec![0]), vec![0])).contains("names 1 CPU"));
@@ -251,6 +253,7 @@ mod tests {
         let one = Machine {
             topo: &t,
             allowed_cpus: vec![7],
+            roots: memfabric_topo::Roots::live(),
         };
         let e = c2c_plan(&one, &options(None, vec![0])).unwrap_err().to_string();
         assert!(e.contains("may use only CPU 7"), "{e}");

@@ -5,14 +5,19 @@
 use std::time::Duration;
 
 use memfabric_model::{format_size, HugePages, Pattern};
-use memfabric_topo::{format_cpulist, Topology};
+use memfabric_topo::{format_cpulist, Roots, Topology};
 use thiserror::Error;
 
+use crate::kernels::LINE;
 use crate::latency::{LatencyCellSpec, LatencyPlan};
-use crate::sys::LINE;
 
-pub(crate) use crate::bandwidth_plan::check_kernel;
-pub use crate::bandwidth_plan::{
+pub mod bandwidth;
+pub mod c2c;
+pub mod loaded;
+pub mod sweep;
+
+pub(crate) use bandwidth::check_kernel;
+pub use bandwidth::{
     bandwidth_plan, domain_plan, stream_plan, BandwidthOptions, DomainOptions, StreamOptions,
 };
 
@@ -73,10 +78,12 @@ pub struct Selection {
     pub matrix: bool,
 }
 
-/// The machine as the plan sees it: the topology, and the CPUs this process may use.
+/// The machine as the plan sees it: the topology, the CPUs this process may use, and
+/// where its /sys and /proc are.
 pub struct Machine<'a> {
     pub topo: &'a Topology,
     pub allowed_cpus: Vec<u32>,
+    pub roots: Roots,
 }
 
 pub struct LatencyOptions {
@@ -99,6 +106,11 @@ type Pairs = (Vec<(u32, u32)>, Vec<u32>);
 const MIN_DEFAULT_BYTES: u64 = 256 << 20;
 
 impl Machine<'_> {
+    /// What the system's state says can make samples spread, read now.
+    pub fn conditions(&self) -> memfabric_analysis::noise::Conditions {
+        memfabric_analysis::noise::Conditions::of(&memfabric_topo::Host::read(&self.roots))
+    }
+
     /// An online CPU this process may run on.
     pub(crate) fn allowed_cpu(&self, cpu: u32) -> Result<&memfabric_topo::Cpu, PlanError> {
         let c = self
@@ -163,11 +175,7 @@ impl Machine<'_> {
         if self.topo.nodes.len() != 1 {
             return n.mem_free_bytes;
         }
-        let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
-            let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kb * 1024)
-        });
+        let available = memfabric_topo::mem_available_bytes(&self.roots.proc);
         n.mem_free_bytes.max(available.unwrap_or(0))
     }
 

@@ -1,6 +1,6 @@
 //! The pointer chase: building one cycle through a buffer, and following it.
 
-use super::Buffer;
+use crate::sys::Buffer;
 
 /// A cache line: the smallest chase stride; strides are multiples of it.
 pub const LINE: usize = 64;

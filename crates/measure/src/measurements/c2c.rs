@@ -15,14 +15,14 @@ use memfabric_model::{
 };
 use memfabric_topo::Topology;
 
-use crate::c2c_plan::PAGE_BYTES;
-pub use crate::c2c_plan::{
-    c2c_plan, classify, C2cOptions, C2cPairSpec, C2cPlan, DEFAULT_ROUND_TRIPS, DEFAULT_SAMPLES,
-};
-use crate::noise::{likely_causes, Conditions};
+use crate::kernels::{Line, LinePage, Pinger};
 use crate::observer::{interrupted, Observer};
 use crate::placement::{allocate_on_node, describe_mismatch, pin};
-use crate::sys::{Line, LinePage, Pinger};
+use crate::plan::c2c::PAGE_BYTES;
+pub use crate::plan::c2c::{
+    c2c_plan, classify, C2cOptions, C2cPairSpec, C2cPlan, DEFAULT_ROUND_TRIPS, DEFAULT_SAMPLES,
+};
+use memfabric_analysis::noise::{likely_causes, Conditions};
 
 /// Samples run first and discarded, as core-to-core-latency does.
 pub const WARMUP_SAMPLES: usize = 1;
@@ -244,12 +244,12 @@ pub struct CoreToCore;
 
 impl crate::measurement::Measurement for CoreToCore {
     const ENTRY: crate::registry::Entry = crate::registry::C2C;
-    type Options = crate::measurement::Request<crate::c2c_plan::C2cOptions>;
-    type Plan = crate::measurement::Checked<crate::c2c_plan::C2cPlan>;
+    type Options = crate::measurement::Request<crate::plan::c2c::C2cOptions>;
+    type Plan = crate::measurement::Checked<crate::plan::c2c::C2cPlan>;
     type Report = C2cReport;
 
     fn plan(m: &crate::plan::Machine, o: &Self::Options) -> Result<Self::Plan, crate::plan::PlanError> {
-        o.check(|_, opt| crate::c2c_plan::c2c_plan(m, opt))
+        o.check(|_, opt| crate::plan::c2c::c2c_plan(m, opt))
     }
 
     fn run(p: &Self::Plan, obs: &dyn Observer) -> C2cReport {
@@ -257,14 +257,13 @@ impl crate::measurement::Measurement for CoreToCore {
     }
 
     fn enrich(r: &mut C2cReport, p: &Self::Plan, m: &crate::plan::Machine) {
-        annotate_noise(r, m.topo, &Conditions::read(), p.threshold_cv);
+        annotate_noise(r, m.topo, &m.conditions(), p.threshold_cv);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::time::Duration;
 
@@ -281,7 +280,7 @@ mod tests {
     }
 
     fn this_machine() -> Option<Topology> {
-        let t = Topology::read(Path::new("/sys")).ok()?;
+        let t = Topology::read(&memfabric_topo::Roots::live().sys).ok()?;
         let allowed = crate::sys::current_affinity().ok()?;
         (t.cpus.iter().filter(|c| allowed.contains(&c.id)).count() >= 2).then_some(t)
     }
@@ -296,6 +295,7 @@ mod tests {
         let m = Machine {
             topo: &t,
             allowed_cpus: crate::sys::current_affinity().unwrap(),
+            roots: memfabric_topo::Roots::live(),
         };
         let cpus = m.allowed_cpus[..2].to_vec();
         let opt = C2cOptions {
@@ -341,6 +341,7 @@ mod tests {
         let m = Machine {
             topo: &t,
             allowed_cpus: crate::sys::current_affinity().unwrap(),
+            roots: memfabric_topo::Roots::live(),
         };
         let opt = C2cOptions {
             round_trips: u64::MAX / 4,

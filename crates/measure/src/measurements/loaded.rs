@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use memfabric_model::{LatencyMeasurement, LoadStep, LoadedLatencyReport, Mix, MixInfo, Outcome};
 
 use crate::bandwidth::{fill, op_of, KernelOptions, SCALAR};
+use crate::kernels::{run_pass_range, Pass, BLOCK_ELEMENTS};
 use crate::latency::{prepare_chase, ChaseShape, ReadyChase};
 use crate::observer::{interrupted, Observer};
-use crate::sys::{run_pass_range, Pass, BLOCK_ELEMENTS};
 use crate::team::{Arrays, Member};
 
 /// One load thread and the step from which it runs (0: from the first).
@@ -259,12 +259,12 @@ pub struct LoadedLatency;
 
 impl crate::measurement::Measurement for LoadedLatency {
     const ENTRY: crate::registry::Entry = crate::registry::LOADED_LATENCY;
-    type Options = crate::measurement::Request<crate::loaded_plan::LoadedOptions>;
+    type Options = crate::measurement::Request<crate::plan::loaded::LoadedOptions>;
     type Plan = crate::measurement::Checked<LoadedPlan>;
     type Report = LoadedLatencyReport;
 
     fn plan(m: &crate::plan::Machine, o: &Self::Options) -> Result<Self::Plan, crate::plan::PlanError> {
-        o.check(|_, opt| crate::loaded_plan::loaded_plan(m, opt))
+        o.check(|_, opt| crate::plan::loaded::loaded_plan(m, opt))
     }
 
     fn run(p: &Self::Plan, obs: &dyn Observer) -> LoadedLatencyReport {
@@ -272,8 +272,8 @@ impl crate::measurement::Measurement for LoadedLatency {
     }
 
     fn enrich(r: &mut LoadedLatencyReport, p: &Self::Plan, m: &crate::plan::Machine) {
-        let conditions = crate::noise::Conditions::read();
-        crate::noise::annotate_loaded(r, m.topo, &conditions, p.threshold_cv);
+        let conditions = m.conditions();
+        memfabric_analysis::noise::annotate_loaded(r, m.topo, &conditions, p.threshold_cv);
         crate::efficiency::annotate_loaded(r, m.topo);
     }
 }

@@ -7,10 +7,10 @@ use memfabric_model::{
     HugePages, LatencyCell, LatencyMeasurement, LatencyReport, Outcome, Pattern, Placement, Summary,
 };
 
+use crate::kernels::{chase, chase_count_cycle, link_chase, Chain};
 use crate::observer::{interrupted, Observer};
 use crate::order::successors;
 use crate::placement::{allocate_verified, pin};
-use crate::sys::{chase, chase_count_cycle, link_chase, Chain};
 
 /// One cell: a CPU (on `cpu_node`) chasing through memory on `mem_node`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -253,9 +253,9 @@ impl crate::measurement::Measurement for Latency {
     }
 
     fn enrich(r: &mut LatencyReport, p: &Self::Plan, m: &crate::plan::Machine) {
-        let conditions = crate::noise::Conditions::read();
-        crate::noise::annotate_latency(r, m.topo, &conditions, p.threshold_cv);
-        r.firmware = crate::firmware::compare_latency(r, m.topo);
+        let conditions = m.conditions();
+        memfabric_analysis::noise::annotate_latency(r, m.topo, &conditions, p.threshold_cv);
+        r.firmware = memfabric_analysis::firmware::compare_latency(r, m.topo);
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use memfabric_model::C2cMode;
 
-use super::Buffer;
+use crate::sys::Buffer;
 
 /// The value that tells the answering side to return.
 const STOP: u64 = u64::MAX;

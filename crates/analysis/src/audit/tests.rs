@@ -1,9 +1,18 @@
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use memfabric_model::PopulationClass;
 use memfabric_topo::{group_dimms, read_memory_devices};
 
 use super::*;
+
+/// The settings as the CLI reads them, from saved trees.
+fn settings(topo: &Topology, sys: &std::path::Path, proc: &std::path::Path) -> Settings {
+    Settings::new(
+        topo,
+        memfabric_topo::governors(topo, sys),
+        memfabric_topo::numa_balancing(proc),
+    )
+}
 
 fn fixtures() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures"))
@@ -28,7 +37,7 @@ fn full_even_population_is_optimal() {
     let topo = topo_with("snc-2s", "ddr5-2s-16dimm");
     let r = audit(
         &topo,
-        &Settings::read(&topo, &fixtures().join("snc-2s/sys"), Path::new("/nonexistent")),
+        &settings(&topo, &fixtures().join("snc-2s/sys"), Path::new("/nonexistent")),
     );
     for s in &r.sockets {
         assert_eq!(
@@ -67,7 +76,7 @@ fn mixed_population_is_found_and_classed() {
     let proc = fixtures().join("smbios/proc-untuned");
     let r = audit(
         &topo,
-        &Settings::read(&topo, &fixtures().join("epyc7601-2s/sys"), &proc),
+        &settings(&topo, &fixtures().join("epyc7601-2s/sys"), &proc),
     );
     let t = titles(&r);
     let want = [

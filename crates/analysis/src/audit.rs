@@ -11,7 +11,6 @@
 mod memory;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use memfabric_model::{format_size, AuditReport, Finding, MemoryPeak, Outcome, Severity};
 use memfabric_topo::{format_cpulist, Topology};
@@ -31,28 +30,16 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Reads the settings for `topo`'s CPUs under the given roots (`/sys` and
-    /// `/proc` on a live machine).
-    pub fn read(topo: &Topology, sysfs_root: &Path, proc_root: &Path) -> Settings {
-        let read = |p: &Path| {
-            std::fs::read_to_string(p)
-                .ok()
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-        };
-        let mut governors: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-        for cpu in &topo.cpus {
-            let path = sysfs_root.join(format!(
-                "devices/system/cpu/cpu{}/cpufreq/scaling_governor",
-                cpu.id
-            ));
-            if let Some(g) = read(&path) {
-                governors.entry(g).or_default().push(cpu.id);
-            }
-        }
+    /// The settings of `topo` (THP mode, SMT) with the governors and NUMA balancing
+    /// read beside it (`memfabric_topo::governors`, `memfabric_topo::numa_balancing`).
+    pub fn new(
+        topo: &Topology,
+        governors: BTreeMap<String, Vec<u32>>,
+        numa_balancing: Option<String>,
+    ) -> Settings {
         Settings {
             thp_enabled: topo.huge_pages.thp_enabled.clone(),
-            numa_balancing: read(&proc_root.join("sys/kernel/numa_balancing")),
+            numa_balancing,
             governors,
             smt_active: topo.smt_active,
         }

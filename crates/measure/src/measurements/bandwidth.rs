@@ -6,9 +6,9 @@ use memfabric_model::{
     BandwidthCell, BandwidthMeasurement, BandwidthReport, HugePages, Mix, MixInfo, Outcome, Summary,
 };
 
+use crate::kernels::{run_pass, Isa, Op, Pass, BLOCK_ELEMENTS};
 use crate::monitor::DramCounters;
 use crate::observer::{interrupted, Observer};
-use crate::sys::{run_pass, Isa, Op, Pass, BLOCK_ELEMENTS};
 use crate::team::{self, Arrays, Edge, Member};
 
 /// The `s` of every kernel that takes one (STREAM's value).
@@ -299,10 +299,10 @@ impl crate::measurement::Measurement for Bandwidth {
 
     fn enrich(r: &mut BandwidthReport, p: &Self::Plan, m: &crate::plan::Machine) {
         r.dram_counting = crate::monitor::finish_counting(p.counting.clone(), p.counters.as_ref());
-        let conditions = crate::noise::Conditions::read();
-        crate::noise::annotate_bandwidth(r, m.topo, &conditions, p.checked.threshold_cv);
+        let conditions = m.conditions();
+        memfabric_analysis::noise::annotate_bandwidth(r, m.topo, &conditions, p.checked.threshold_cv);
         crate::efficiency::annotate(r, m.topo, p.links.as_ref());
-        r.firmware = crate::firmware::compare_bandwidth(r, m.topo);
+        r.firmware = memfabric_analysis::firmware::compare_bandwidth(r, m.topo);
     }
 }
 

@@ -13,10 +13,10 @@ use memfabric_topo::Topology;
 
 use crate::bandwidth::{measure_passes, round_array_bytes, KernelOptions};
 use crate::latency::{prepare_chase, ChaseShape};
-use crate::noise::{likely_causes, Conditions};
 use crate::observer::{interrupted, Observer};
-use crate::sweep_levels::{levels, ExpectedLevel};
 use crate::team::Member;
+use memfabric_analysis::noise::{likely_causes, Conditions};
+use memfabric_analysis::sweep_levels::{levels, ExpectedLevel};
 
 /// How the bandwidth curve runs: the mix, one member per thread (the measuring CPU
 /// first), and the kernel options whose array size each point replaces.
@@ -232,12 +232,12 @@ pub struct Sweep;
 
 impl crate::measurement::Measurement for Sweep {
     const ENTRY: crate::registry::Entry = crate::registry::SWEEP;
-    type Options = crate::measurement::Request<crate::sweep_plan::SweepOptions>;
+    type Options = crate::measurement::Request<crate::plan::sweep::SweepOptions>;
     type Plan = crate::measurement::Checked<SweepPlan>;
     type Report = SweepReport;
 
     fn plan(m: &crate::plan::Machine, o: &Self::Options) -> Result<Self::Plan, crate::plan::PlanError> {
-        o.check(|_, opt| crate::sweep_plan::sweep_plan(m, opt))
+        o.check(|_, opt| crate::plan::sweep::sweep_plan(m, opt))
     }
 
     fn run(p: &Self::Plan, obs: &dyn Observer) -> SweepReport {
@@ -245,7 +245,7 @@ impl crate::measurement::Measurement for Sweep {
     }
 
     fn enrich(r: &mut SweepReport, p: &Self::Plan, m: &crate::plan::Machine) {
-        annotate(r, m.topo, &Conditions::read(), p.threshold_cv);
+        annotate(r, m.topo, &m.conditions(), p.threshold_cv);
     }
 }
 

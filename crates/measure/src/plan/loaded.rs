@@ -7,10 +7,10 @@ use memfabric_model::{HugePages, Mix, Pattern};
 use memfabric_topo::format_cpulist;
 
 use crate::bandwidth::KernelOptions;
+use crate::kernels::Isa;
 use crate::latency::ChaseShape;
 use crate::loaded::{delay_levels, LoadThread, LoadedPlan, Step};
 use crate::plan::{chase_shape, check_kernel, LatencyOptions, Machine, PlanError};
-use crate::sys::Isa;
 use crate::team::Member;
 
 pub struct LoadedOptions {

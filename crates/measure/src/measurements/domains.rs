@@ -103,8 +103,8 @@ impl crate::measurement::Measurement for Domains {
 
     fn enrich(r: &mut DomainScalingReport, p: &Self::Plan, m: &crate::plan::Machine) {
         r.dram_counting = crate::monitor::finish_counting(p.counting.clone(), p.counters.as_ref());
-        let conditions = crate::noise::Conditions::read();
-        crate::noise::annotate_domains(r, m.topo, &conditions, p.checked.threshold_cv);
+        let conditions = m.conditions();
+        memfabric_analysis::noise::annotate_domains(r, m.topo, &conditions, p.checked.threshold_cv);
         crate::efficiency::annotate_domains(r, m.topo);
     }
 }

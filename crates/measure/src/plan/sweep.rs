@@ -8,12 +8,12 @@ use memfabric_model::{format_size, HugePages, Mix, Pattern};
 use memfabric_topo::{format_cpulist, Topology};
 
 use crate::bandwidth::KernelOptions;
+use crate::kernels::{Isa, LINE};
 use crate::latency::ChaseShape;
 use crate::plan::{chase_shape, check_kernel, LatencyOptions, Machine, PlanError};
 use crate::sweep::{array_bytes, SweepBandwidth, SweepPlan};
-use crate::sweep_levels::ExpectedLevel;
-use crate::sys::{Isa, LINE};
 use crate::team::Member;
+use memfabric_analysis::sweep_levels::ExpectedLevel;
 
 /// Threads of the bandwidth curve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -326,6 +326,7 @@ mod tests {
         let m = Machine {
             topo: t,
             allowed_cpus: all_cpus(t),
+            roots: memfabric_topo::Roots::live(),
         };
         sweep_plan(&m, opt)
     }

@@ -1,12 +1,10 @@
 //! The noise guard: a result whose samples spread too much is flagged, with the
 //! likely causes this machine shows.
 
-use std::fs;
-
 use memfabric_model::{
     BandwidthReport, DomainScalingReport, LatencyReport, LoadedLatencyReport, Noise, Outcome, StreamReport,
 };
-use memfabric_topo::{format_cpulist, Topology};
+use memfabric_topo::{format_cpulist, Host, Topology};
 
 /// Coefficient of variation above which a result is flagged (5 %).
 pub const DEFAULT_THRESHOLD_CV: f64 = 0.05;
@@ -20,17 +18,12 @@ pub struct Conditions {
 }
 
 impl Conditions {
-    pub fn read() -> Conditions {
-        let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    /// The conditions the system's state shows.
+    pub fn of(host: &Host) -> Conditions {
         Conditions {
-            load_avg_1m: fs::read_to_string("/proc/loadavg")
-                .ok()
-                .and_then(|s| s.split_whitespace().next()?.parse().ok()),
-            governor: fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
-                .ok()
-                .map(|s| s.trim().to_string()),
-            hypervisor: crate::env::cpuinfo_field(&cpuinfo, "flags")
-                .is_some_and(|f| f.split_whitespace().any(|w| w == "hypervisor")),
+            load_avg_1m: host.load_avg_1m,
+            governor: host.governor.clone(),
+            hypervisor: host.has_flag("hypervisor"),
         }
     }
 }
