@@ -21,6 +21,7 @@ pub mod sys;
 pub mod team;
 
 pub use measurement::{measure, Measurement, Request};
+pub use measurements::monitor::{MonitorOptions, MonitorTraffic};
 pub use measurements::{bandwidth, c2c, domains, latency, loaded, stream, sweep};
 pub use observer::{Observer, Silent};
 

@@ -8,6 +8,8 @@ pub trait Observer: Sync {
     fn advance(&self, _label: &str) {}
     /// The phase is over.
     fn finish(&self) {}
+    /// A monitoring interval was read (`monitor` shows each as it comes).
+    fn interval(&self, _i: &memfabric_model::MonitorInterval) {}
     /// Asked between samples; returning true stops the measurement early.
     fn cancelled(&self) -> bool {
         false

@@ -2,17 +2,16 @@
 //! for a time or over one command's lifetime.
 
 use std::io::{IsTerminal, Write};
-use std::process::{Child, ExitStatus};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
 
 use anyhow::{Context, Result};
-use memfabric_measure::monitor::{self, Access, Candidate, CounterSource, Live, Monitor};
-use memfabric_measure::sys::stop_signal;
-use memfabric_model::{CommandRun, MonitorInterval, MonitorMeasurement, MonitorReport, Outcome, Traffic};
+use memfabric_measure::plan::Machine;
+use memfabric_measure::{MonitorOptions, MonitorTraffic, Observer};
+use memfabric_model::{Failures, MonitorInterval, MonitorReport, Outcome, Traffic};
 use memfabric_topo::Roots;
 
 use crate::args::MonitorArgs;
-use crate::output::{Ctx, Finished, Status, Usage};
+use crate::output::{this_machine, Ctx, Finished, Status};
 use crate::table::Table;
 
 /// How intervals are shown while sampling.
@@ -27,6 +26,22 @@ enum Show {
     },
 }
 
+/// Shows each interval as it is read; the first write error ends the showing and is
+/// reported when the measurement returns.
+struct Intervals {
+    mode: Show,
+    error: Mutex<Option<anyhow::Error>>,
+}
+
+impl Observer for Intervals {
+    fn interval(&self, i: &MonitorInterval) {
+        let mut error = self.error.lock().unwrap_or_else(|e| e.into_inner());
+        if error.is_none() {
+            *error = show(self.mode, i).err();
+        }
+    }
+}
+
 pub fn run(ctx: &Ctx, a: &MonitorArgs) -> Result<Status> {
     let mode = if ctx.json {
         Show::Quiet
@@ -37,81 +52,45 @@ pub fn run(ctx: &Ctx, a: &MonitorArgs) -> Result<Status> {
             tty: std::io::stdout().is_terminal(),
         }
     };
-    let candidates = monitor::discover(&a.sysfs, &a.resctrl);
-    let (chosen, tried) = monitor::open_first(&candidates);
-    // The first reading was just taken: intervals and the command's time start here.
-    let started = Instant::now();
-    let mut child = match a.command.split_first() {
-        Some((prog, rest)) => Some(
-            {
-                let mut cmd = std::process::Command::new(prog);
-                cmd.args(rest);
-                // stdout carries memfabric's one document or its CSV: the command's
-                // own output goes to stderr then.
-                if ctx.json || a.csv {
-                    cmd.stdout(std::io::stderr());
-                }
-                cmd
-            }
-            .spawn()
-            .map_err(|e| Usage(format!("cannot run '{prog}': {e}")))?,
-        ),
-        None => None,
+    let options = MonitorOptions {
+        interval: a.interval,
+        duration: a.duration,
+        sysfs: a.sysfs.clone(),
+        resctrl: a.resctrl.clone(),
+        command: a.command.clone(),
+        command_stdout_to_stderr: ctx.json || a.csv,
     };
     if mode == Show::Csv {
         print_now(&format!("{}\n", CSV_HEADER))?;
     }
-    let (source, source_reason, outcome) = match chosen {
-        Some((c, mut live, m)) => {
-            let why = monitor::chosen_because(c, &candidates);
-            let measured = sample(a, mode, &mut live, m, child.as_mut(), started);
-            (Some(c.name.to_string()), why, Outcome::Ok(measured?))
-        }
-        None => {
-            let mut reasons = tried.clone();
-            reasons.extend(missing(&candidates, a));
-            (
-                None,
-                "no counter source is available".to_string(),
-                Outcome::Skipped {
-                    reason: format!("no memory-traffic counters: {}", reasons.join("; ")),
-                },
-            )
-        }
+    // Counters count the whole system: no CPU of this process's is measured from.
+    let topo = this_machine()?;
+    let machine = Machine {
+        topo: &topo,
+        allowed_cpus: Vec::new(),
+        roots: Roots::live(),
     };
-    let command = match child.as_mut() {
-        Some(c) => {
-            let status = c.wait().context("waiting for the command")?;
-            Some(command_run(&a.command, status, started.elapsed()))
-        }
-        None => None,
+    let shown = Intervals {
+        mode,
+        error: Mutex::new(None),
     };
-    let report = MonitorReport {
-        missing: if source.is_some() {
-            Vec::new()
-        } else {
-            missing(&candidates, a)
-        },
-        source,
-        source_reason,
-        candidates: candidates.iter().map(Candidate::status).collect(),
-        interval_s: a.interval.as_secs_f64(),
-        command,
-        outcome,
-    };
+    let report = memfabric_measure::measure::<MonitorTraffic>(&machine, &options, &shown)
+        .map_err(super::common::usage)?;
+    if let Some(e) = shown.error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(e);
+    }
+    if let (Show::Lines { tty: true }, Outcome::Ok(_)) = (mode, &report.outcome) {
+        print_now("\n")?;
+    }
     if mode == Show::Csv {
         if let Outcome::Skipped { reason } = &report.outcome {
             eprintln!("memfabric: skipped: {reason}");
         }
     }
-    let topo = if Roots::is_live_sys(&a.sysfs) {
-        memfabric_topo::Topology::read(&a.sysfs).ok()
-    } else {
-        None
-    };
+    let live = Roots::is_live_sys(&a.sysfs);
     ctx.finish(Finished {
         command: "monitor",
-        topo: topo.as_ref(),
+        topo: live.then_some(&topo),
         result: &report,
         figures: Vec::new(),
         summary: summary(&report),
@@ -121,50 +100,7 @@ pub fn run(ctx: &Ctx, a: &MonitorArgs) -> Result<Status> {
             render(&report)
         },
     })?;
-    Ok(Status::Ok)
-}
-
-fn missing(candidates: &[Candidate], a: &MonitorArgs) -> Vec<String> {
-    let pmus: Vec<String> = monitor::read_pmus(&a.sysfs).into_iter().map(|p| p.name).collect();
-    monitor::missing(candidates, &Access::read(&Roots::live().proc), &a.resctrl, &pmus)
-}
-
-/// Samples every interval until the duration ends, the command exits or a stop signal.
-fn sample(
-    a: &MonitorArgs,
-    mode: Show,
-    live: &mut Live,
-    mut m: Monitor,
-    mut child: Option<&mut Child>,
-    start: Instant,
-) -> Result<MonitorMeasurement> {
-    let mut last = start;
-    loop {
-        let end = a.duration.map(|d| start + d);
-        let tick = (last + a.interval).min(end.unwrap_or(last + a.interval));
-        let mut exited = false;
-        while Instant::now() < tick && !exited && stop_signal().is_none() {
-            if let Some(c) = child.as_deref_mut() {
-                exited = c.try_wait().context("waiting for the command")?.is_some();
-            }
-            std::thread::sleep((tick - Instant::now().min(tick)).min(Duration::from_millis(20)));
-        }
-        let now = Instant::now();
-        let i = m
-            .sample(live, (now - last).as_secs_f64())
-            .context("reading the counters")?;
-        last = now;
-        show(mode, i)?;
-        let done = end.is_some_and(|e| now >= e);
-        if exited || done || stop_signal().is_some() {
-            break;
-        }
-    }
-    if let Show::Lines { tty: true } = mode {
-        print_now("\n")?;
-    }
-    live.close();
-    Ok(m.finish())
+    Ok(Status::from_failures(!report.failures().is_empty()))
 }
 
 fn print_now(text: &str) -> Result<()> {
@@ -241,16 +177,6 @@ fn interval_line(i: &MonitorInterval) -> String {
         line += &format!("  ({})", per.join(", "));
     }
     line
-}
-
-fn command_run(argv: &[String], status: ExitStatus, wall: Duration) -> CommandRun {
-    use std::os::unix::process::ExitStatusExt;
-    CommandRun {
-        argv: argv.to_vec(),
-        exit_code: status.code(),
-        signal: status.signal(),
-        wall_s: wall.as_secs_f64(),
-    }
 }
 
 fn summary(r: &MonitorReport) -> String {

@@ -7,5 +7,6 @@ pub mod c2c;
 pub mod domains;
 pub mod latency;
 pub mod loaded;
+pub mod monitor;
 pub mod stream;
 pub mod sweep;
