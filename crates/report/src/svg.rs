@@ -104,36 +104,7 @@ impl Heatmap<'_> {
             for (j, c) in self.cols.iter().enumerate() {
                 let x = left + cell * j as f64;
                 let v = self.values.get(i).and_then(|row| row.get(j)).copied().flatten();
-                match v {
-                    Some(v) => {
-                        let t = t_of(v);
-                        let text = format!("{v:.*}", self.decimals);
-                        let _ = write!(
-                            s,
-                            r#"<g><title>{} {r} → {} {c}: {text} {}</title><rect x="{x:.1}" y="{y:.1}" width="{cell}" height="{cell}" fill="{}"/>"#,
-                            esc(self.row_label),
-                            esc(self.col_label),
-                            esc(self.unit),
-                            colour(t)
-                        );
-                        if cell >= 40.0 {
-                            let _ = write!(
-                                s,
-                                r#"<text x="{:.1}" y="{:.1}" class="val" text-anchor="middle" fill="{}">{text}</text>"#,
-                                x + cell / 2.0,
-                                y + cell / 2.0 + 4.0,
-                                ink(t)
-                            );
-                        }
-                        s += "</g>";
-                    }
-                    None => {
-                        let _ = write!(
-                            s,
-                            r##"<rect x="{x:.1}" y="{y:.1}" width="{cell}" height="{cell}" fill="#eee"><title>no value</title></rect>"##
-                        );
-                    }
-                }
+                s += &self.cell((r, c), (x, y, cell), v.map(|v| (v, t_of(v))));
             }
         }
         let id = format!("ramp-{:016x}", fnv1a(self.title));
@@ -147,6 +118,37 @@ impl Heatmap<'_> {
         );
         s += "</svg>";
         s
+    }
+}
+
+impl Heatmap<'_> {
+    /// One cell at (x, y) of side `size`: its colour, its value (where it fits) and
+    /// a tooltip; grey where there is no value. `v` is the value and its place in the
+    /// colour ramp.
+    fn cell(&self, (r, c): (&str, &str), (x, y, size): (f64, f64, f64), v: Option<(f64, f64)>) -> String {
+        let Some((v, t)) = v else {
+            return format!(
+                r##"<rect x="{x:.1}" y="{y:.1}" width="{size}" height="{size}" fill="#eee"><title>no value</title></rect>"##
+            );
+        };
+        let text = format!("{v:.*}", self.decimals);
+        let mut s = format!(
+            r#"<g><title>{} {r} → {} {c}: {text} {}</title><rect x="{x:.1}" y="{y:.1}" width="{size}" height="{size}" fill="{}"/>"#,
+            esc(self.row_label),
+            esc(self.col_label),
+            esc(self.unit),
+            colour(t)
+        );
+        if size >= 40.0 {
+            let _ = write!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" class="val" text-anchor="middle" fill="{}">{text}</text>"#,
+                x + size / 2.0,
+                y + size / 2.0 + 4.0,
+                ink(t)
+            );
+        }
+        s + "</g>"
     }
 }
 
@@ -205,15 +207,54 @@ pub struct LineChart<'a> {
 
 const COLOURS: [&str; 6] = ["#3b528b", "#e4572e", "#21918c", "#7a5195", "#ffa600", "#444"];
 
+/// Where a chart's values land on the page: the plot area and the data ranges.
+struct Frame {
+    w: f64,
+    h: f64,
+    left: f64,
+    top: f64,
+    right: f64,
+    bottom: f64,
+    log2_x: bool,
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+}
+
+impl Frame {
+    fn fx(&self, x: f64) -> f64 {
+        if self.log2_x {
+            x.max(f64::MIN_POSITIVE).log2()
+        } else {
+            x
+        }
+    }
+
+    fn sx(&self, x: f64) -> f64 {
+        self.left + (self.fx(x) - self.x0) / (self.x1 - self.x0) * (self.w - self.left - self.right)
+    }
+
+    fn sy(&self, y: f64) -> f64 {
+        self.h - self.bottom - (y - self.y0) / (self.y1 * 1.05 - self.y0) * (self.h - self.top - self.bottom)
+    }
+}
+
 impl LineChart<'_> {
     pub fn render(&self) -> String {
-        let (w, h, left, top, right, bottom) = (640.0, 360.0, 70.0, 30.0, 20.0, 50.0);
-        let fx = |x: f64| {
-            if self.log2_x {
-                x.max(f64::MIN_POSITIVE).log2()
-            } else {
-                x
-            }
+        let (w, h) = (640.0, 360.0);
+        let mut frame = Frame {
+            w,
+            h,
+            left: 70.0,
+            top: 30.0,
+            right: 20.0,
+            bottom: 50.0,
+            log2_x: self.log2_x,
+            x0: 0.0,
+            x1: 0.0,
+            y0: 0.0,
+            y1: 0.0,
         };
         let pts: Vec<(f64, f64)> = self
             .series
@@ -229,11 +270,21 @@ impl LineChart<'_> {
             s += r#"<text x="20" y="40" class="axis">no points</text></svg>"#;
             return s;
         }
-        let (x0, x1) = span(pts.iter().map(|p| fx(p.0)));
-        let (_, y1) = span(pts.iter().map(|p| p.1));
-        let y0 = 0.0;
-        let sx = |x: f64| left + (fx(x) - x0) / (x1 - x0) * (w - left - right);
-        let sy = |y: f64| h - bottom - (y - y0) / (y1 * 1.05 - y0) * (h - top - bottom);
+        (frame.x0, frame.x1) = span(pts.iter().map(|p| frame.fx(p.0)));
+        frame.y1 = span(pts.iter().map(|p| p.1)).1;
+        self.axes(&frame, &mut s);
+        self.marks(&frame, &mut s);
+        for (k, series) in self.series.iter().enumerate() {
+            self.series_svg(&frame, k, series, &mut s);
+        }
+        s += "</svg>";
+        s
+    }
+
+    /// The axes, their ticks and their labels.
+    fn axes(&self, f: &Frame, s: &mut String) {
+        let (left, top, h, w, right, bottom) = (f.left, f.top, f.h, f.w, f.right, f.bottom);
+        let (x0, x1, y0, y1) = (f.x0, f.x1, f.y0, f.y1);
         let _ = write!(
             s,
             r##"<line x1="{left}" y1="{b}" x2="{r}" y2="{b}" stroke="#333"/><line x1="{left}" y1="{top}" x2="{left}" y2="{b}" stroke="#333"/>"##,
@@ -246,7 +297,7 @@ impl LineChart<'_> {
                 s,
                 r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{y:.0}</text>"#,
                 left - 6.0,
-                sy(y) + 4.0
+                f.sy(y) + 4.0
             );
             let xv = x0 + (x1 - x0) * k as f64 / 4.0;
             let label = if self.log2_x {
@@ -271,59 +322,63 @@ impl LineChart<'_> {
             (top + h - bottom) / 2.0,
             esc(self.y_label)
         );
+    }
+
+    /// A dashed vertical line and a label at each mark inside the x range.
+    fn marks(&self, f: &Frame, s: &mut String) {
         for (x, label) in &self.marks {
-            if x.is_finite() && fx(*x) >= x0 && fx(*x) <= x1 {
-                let px = sx(*x);
+            if x.is_finite() && f.fx(*x) >= f.x0 && f.fx(*x) <= f.x1 {
+                let px = f.sx(*x);
                 let _ = write!(
                     s,
-                    r##"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{:.1}" stroke="#999" stroke-dasharray="4 3"><title>{}</title></line><text x="{:.1}" y="{:.1}" class="tick">{}</text>"##,
-                    h - bottom,
+                    r##"<line x1="{px:.1}" y1="{}" x2="{px:.1}" y2="{:.1}" stroke="#999" stroke-dasharray="4 3"><title>{}</title></line><text x="{:.1}" y="{:.1}" class="tick">{}</text>"##,
+                    f.top,
+                    f.h - f.bottom,
                     esc(label),
                     px + 3.0,
-                    top + 10.0,
+                    f.top + 10.0,
                     esc(label)
                 );
             }
         }
-        for (k, series) in self.series.iter().enumerate() {
-            let c = COLOURS[k % COLOURS.len()];
-            let path: Vec<String> = series
+    }
+
+    /// Series `k`: its line, a point with its value per sample, and its name.
+    fn series_svg(&self, f: &Frame, k: usize, series: &Series, s: &mut String) {
+        let c = COLOURS[k % COLOURS.len()];
+        let finite = || {
+            series
                 .points
                 .iter()
                 .filter(|(x, y)| x.is_finite() && y.is_finite())
-                .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
-                .collect();
+        };
+        let path: Vec<String> = finite()
+            .map(|&(x, y)| format!("{:.1},{:.1}", f.sx(x), f.sy(y)))
+            .collect();
+        let _ = write!(
+            s,
+            r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
+            path.join(" ")
+        );
+        for &(x, y) in finite() {
             let _ = write!(
                 s,
-                r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
-                path.join(" ")
-            );
-            for &(x, y) in series
-                .points
-                .iter()
-                .filter(|(x, y)| x.is_finite() && y.is_finite())
-            {
-                let _ = write!(
-                    s,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{c}"><title>{}: {} = {}, {} = {y:.2}</title></circle>"#,
-                    sx(x),
-                    sy(y),
-                    esc(&series.name),
-                    esc(self.x_label),
-                    if self.log2_x { human(x) } else { format!("{x:.2}") },
-                    esc(self.y_label)
-                );
-            }
-            let _ = write!(
-                s,
-                r#"<text x="{:.1}" y="{:.1}" class="tick" fill="{c}">{}</text>"#,
-                w - right - 150.0,
-                top + 14.0 * (k + 1) as f64,
-                esc(&series.name)
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{c}"><title>{}: {} = {}, {} = {y:.2}</title></circle>"#,
+                f.sx(x),
+                f.sy(y),
+                esc(&series.name),
+                esc(self.x_label),
+                if self.log2_x { human(x) } else { format!("{x:.2}") },
+                esc(self.y_label)
             );
         }
-        s += "</svg>";
-        s
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" class="tick" fill="{c}">{}</text>"#,
+            f.w - f.right - 150.0,
+            f.top + 14.0 * (k + 1) as f64,
+            esc(&series.name)
+        );
     }
 }
 

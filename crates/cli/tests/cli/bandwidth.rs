@@ -241,24 +241,29 @@ fn counters(name: &str) -> String {
     format!("{root}/{name}")
 }
 
+/// A small bandwidth run of two mixes.
+const DRAM_BASE: [&str; 7] = [
+    "bandwidth",
+    "--mix",
+    "read,copy",
+    "--size",
+    "4M",
+    "--samples",
+    "2",
+];
+
+fn dram_run(extra: &[&str]) -> Value {
+    let args: Vec<&str> = DRAM_BASE.iter().chain(extra).copied().collect();
+    json_of(&args)
+}
+
 #[test]
-fn dram_traffic_is_counted_where_a_source_is_and_explained_where_not() {
+fn dram_traffic_is_counted_where_a_source_is() {
     let _turn = measuring();
     let none_sys = format!("{}/sys", counters("none"));
     let mbm = format!("{}/resctrl", counters("resctrl"));
-    let base = [
-        "bandwidth",
-        "--mix",
-        "read,copy",
-        "--size",
-        "4M",
-        "--samples",
-        "2",
-    ];
-    let with = |extra: &[&str]| {
-        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
-        json_of(&args)
-    };
+    let base = DRAM_BASE;
+    let with = dram_run;
     // resctrl MBM from a fixture mount: every cell carries its window's traffic.
     let v = with(&["--counters-sysfs", &none_sys, "--counters-resctrl", &mbm]);
     let r = &v["result"];
@@ -299,6 +304,14 @@ fn dram_traffic_is_counted_where_a_source_is_and_explained_where_not() {
     let text = String::from_utf8(text).unwrap();
     assert!(text.contains("counted by resctrl-mbm"), "{text}");
     assert!(text.contains("program GB"), "{text}");
+}
+
+#[test]
+fn dram_traffic_not_counted_says_why() {
+    let _turn = measuring();
+    let none_sys = format!("{}/sys", counters("none"));
+    let mbm = format!("{}/resctrl", counters("resctrl"));
+    let with = dram_run;
     // No source: nothing attached, and the reason says what is missing.
     let v = with(&[
         "--counters-sysfs",

@@ -124,6 +124,19 @@ fn measure(plan: &StreamPlan, obs: &dyn Observer) -> Outcome<StreamMeasurement> 
         }
     }
     let seconds = team::round_seconds(&times);
+    summarize(plan, &seconds, (errors, expected), placement, obs)
+}
+
+/// The functions' rates from the rounds' times (pass 0 not counted) and the
+/// validation of the arrays: `check` is the elements off per array and the values
+/// expected.
+fn summarize(
+    plan: &StreamPlan,
+    seconds: &[f64],
+    (errors, expected): ([u64; 3], [f64; 3]),
+    placement: Vec<memfabric_model::Placement>,
+    obs: &dyn Observer,
+) -> Outcome<StreamMeasurement> {
     let passes = seconds.len() / 4;
     // A stop between kernels leaves the arrays mid-pass: not a validation failure.
     if passes < 2 || obs.cancelled() {

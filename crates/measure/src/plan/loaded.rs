@@ -39,23 +39,7 @@ pub struct LoadedOptions {
 pub const MIN_POINTS: usize = 2;
 
 pub fn loaded_plan(m: &Machine, opt: &LoadedOptions) -> Result<LoadedPlan, PlanError> {
-    check_kernel(opt.isa, &[opt.mix], opt.samples)?;
-    let conflict = |what: &str| Err(PlanError::Conflict(what.into()));
-    if opt.latency_cpu.is_some() && opt.latency_domain.is_some() {
-        return conflict("--latency-cpu and --latency-domain cannot be combined");
-    }
-    if opt.load_cpus.is_some() && opt.load_domain.is_some() {
-        return conflict("--load-cpus and --load-domain cannot be combined");
-    }
-    if opt.spread && (opt.load_cpus.is_some() || opt.load_domain.is_some()) {
-        return conflict("--spread loads every L3 domain in turn; drop --load-cpus and --load-domain");
-    }
-    if !opt.spread && opt.points < MIN_POINTS {
-        return Err(PlanError::BadValue(format!(
-            "--points must be at least {MIN_POINTS}, not {}",
-            opt.points
-        )));
-    }
+    check_options(opt)?;
     let latency_cpu = match (opt.latency_cpu, opt.latency_domain) {
         (Some(cpu), _) => m.allowed_cpu(cpu)?.id,
         (None, Some(d)) => *domain_cpus(m, d)?.first().ok_or_else(|| no_allowed(m, d))?,
@@ -69,22 +53,7 @@ pub fn loaded_plan(m: &Machine, opt: &LoadedOptions) -> Result<LoadedPlan, PlanE
     let (load, steps) = if opt.spread {
         spread(m, latency_cpu, mem_node)?
     } else {
-        let cpus = load_cpus(m, opt, latency_cpu)?;
-        let load = cpus
-            .iter()
-            .map(|&cpu| LoadThread {
-                member: Member { cpu, mem_node },
-                from_step: 0,
-            })
-            .collect();
-        let steps = delay_levels(opt.points)
-            .into_iter()
-            .map(|delay_spins| Step {
-                delay_spins,
-                domains: Vec::new(),
-            })
-            .collect();
-        (load, steps)
+        throttled(m, opt, latency_cpu, mem_node)?
     };
     let chase_size = opt.chase_bytes.unwrap_or_else(|| m.default_bytes());
     let latency = LatencyOptions {
@@ -134,6 +103,54 @@ pub fn loaded_plan(m: &Machine, opt: &LoadedOptions) -> Result<LoadedPlan, PlanE
         spread: opt.spread,
         settle: Duration::from_millis(50),
     })
+}
+
+/// The checks that need no machine: the kernel, flags that exclude each other, the
+/// number of points.
+fn check_options(opt: &LoadedOptions) -> Result<(), PlanError> {
+    check_kernel(opt.isa, &[opt.mix], opt.samples)?;
+    let conflict = |what: &str| Err(PlanError::Conflict(what.into()));
+    if opt.latency_cpu.is_some() && opt.latency_domain.is_some() {
+        return conflict("--latency-cpu and --latency-domain cannot be combined");
+    }
+    if opt.load_cpus.is_some() && opt.load_domain.is_some() {
+        return conflict("--load-cpus and --load-domain cannot be combined");
+    }
+    if opt.spread && (opt.load_cpus.is_some() || opt.load_domain.is_some()) {
+        return conflict("--spread loads every L3 domain in turn; drop --load-cpus and --load-domain");
+    }
+    if !opt.spread && opt.points < MIN_POINTS {
+        return Err(PlanError::BadValue(format!(
+            "--points must be at least {MIN_POINTS}, not {}",
+            opt.points
+        )));
+    }
+    Ok(())
+}
+
+/// Every load CPU from the first step, throttled by a delay that shrinks step by step.
+fn throttled(
+    m: &Machine,
+    opt: &LoadedOptions,
+    latency_cpu: u32,
+    mem_node: u32,
+) -> Result<(Vec<LoadThread>, Vec<Step>), PlanError> {
+    let cpus = load_cpus(m, opt, latency_cpu)?;
+    let load = cpus
+        .iter()
+        .map(|&cpu| LoadThread {
+            member: Member { cpu, mem_node },
+            from_step: 0,
+        })
+        .collect();
+    let steps = delay_levels(opt.points)
+        .into_iter()
+        .map(|delay_spins| Step {
+            delay_spins,
+            domains: Vec::new(),
+        })
+        .collect();
+    Ok((load, steps))
 }
 
 fn no_allowed(m: &Machine, d: usize) -> PlanError {
