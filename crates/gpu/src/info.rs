@@ -66,7 +66,7 @@ pub fn describe(dev: &Device, t: &Telemetry, sysfs: &Path) -> Result<GpuInfo, Gp
     let memory_clock_mhz = f64::from(attr(Attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?) / 1000.0;
     let bus = attr(Attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)? as u32;
     let pci_bus_id = dev.pci_bus_id()?;
-    let slot = sysfs.join("bus/pci/devices").join(&pci_bus_id);
+    let slot = memfabric_topo::PciSlot::read(sysfs, &pci_bus_id);
     Ok(GpuInfo {
         ordinal: dev.ordinal,
         name: dev.name()?,
@@ -82,7 +82,7 @@ pub fn describe(dev: &Device, t: &Telemetry, sysfs: &Path) -> Result<GpuInfo, Gp
         memory_clock_mhz,
         sm_clock_mhz: f64::from(attr(Attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?) / 1000.0,
         peak_memory_gb_s: peak_memory_gb_s(memory_clock_mhz, bus),
-        numa_node: read_trimmed(&slot.join("numa_node")).and_then(|s| parse_numa_node(&s)),
+        numa_node: slot.numa_node,
         pcie: t.pcie().or_else(|| sysfs_pcie(&slot)),
         pci_bus_id,
         driver_version: t.driver_version(),
@@ -102,11 +102,6 @@ pub fn cuda_version(v: i32) -> String {
     format!("{}.{}", v / 1000, (v % 1000) / 10)
 }
 
-/// sysfs numa_node: -1 where the kernel does not know.
-pub fn parse_numa_node(s: &str) -> Option<u32> {
-    s.trim().parse::<i64>().ok().and_then(|n| u32::try_from(n).ok())
-}
-
 /// "32.0 GT/s PCIe" -> 5: the generation of a link speed as sysfs writes it.
 pub fn pcie_generation(speed: &str) -> Option<u32> {
     let gts: f64 = speed.split_whitespace().next()?.parse().ok()?;
@@ -116,21 +111,17 @@ pub fn pcie_generation(speed: &str) -> Option<u32> {
         .map(|&(_, gen)| gen)
 }
 
-fn sysfs_pcie(slot: &Path) -> Option<PcieLink> {
-    let gen = |f: &str| read_trimmed(&slot.join(f)).and_then(|s| pcie_generation(&s));
-    let width = |f: &str| read_trimmed(&slot.join(f)).and_then(|s| s.parse().ok());
+/// The link sysfs describes for a PCI slot, where it describes one.
+fn sysfs_pcie(slot: &memfabric_topo::PciSlot) -> Option<PcieLink> {
+    let gen = |s: &Option<String>| s.as_deref().and_then(pcie_generation);
     let link = PcieLink {
-        generation: gen("current_link_speed"),
-        width: width("current_link_width"),
-        max_generation: gen("max_link_speed"),
-        max_width: width("max_link_width"),
+        generation: gen(&slot.current_link_speed),
+        width: slot.current_link_width,
+        max_generation: gen(&slot.max_link_speed),
+        max_width: slot.max_link_width,
         source: "sysfs".into(),
     };
     (link.generation.is_some() || link.width.is_some()).then_some(link)
-}
-
-fn read_trimmed(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p).ok().map(|s| s.trim().to_string())
 }
 
 #[cfg(test)]
@@ -152,8 +143,6 @@ mod tests {
         assert_eq!(pcie_generation("32.0 GT/s PCIe"), Some(5));
         assert_eq!(pcie_generation("2.5 GT/s PCIe"), Some(1));
         assert_eq!(pcie_generation("Unknown"), None);
-        assert_eq!(parse_numa_node("-1\n"), None);
-        assert_eq!(parse_numa_node("1\n"), Some(1));
     }
 
     /// No NVML, an NVML without its kernel driver (tests/gpu/run.sh runs this with
@@ -180,12 +169,13 @@ mod tests {
         ] {
             std::fs::write(d.join(f), v).unwrap();
         }
-        let l = sysfs_pcie(&d).unwrap();
+        let l = sysfs_pcie(&memfabric_topo::PciSlot::read_dir(&d)).unwrap();
         std::fs::remove_dir_all(&d).unwrap();
         assert_eq!(
             (l.generation, l.width, l.max_generation, l.max_width),
             (Some(4), Some(16), Some(5), Some(16))
         );
-        assert_eq!(sysfs_pcie(Path::new("/no/such/slot")), None);
+        let none = memfabric_topo::PciSlot::read_dir(Path::new("/no/such/slot"));
+        assert_eq!(sysfs_pcie(&none), None);
     }
 }

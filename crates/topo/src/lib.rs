@@ -17,6 +17,7 @@
 mod cache;
 mod cpu;
 mod cpulist;
+mod devices;
 mod dmidecode;
 mod error;
 mod hmat;
@@ -31,6 +32,7 @@ mod topology;
 mod types;
 
 pub use cpulist::{format_cpulist, parse_cpulist, MAX_LIST_IDS};
+pub use devices::{cap_eff, parse_numa_node, read_pmu, read_pmus, PciSlot, PerfAccess, PmuFiles};
 pub use dmidecode::{dmidecode_fallback, live_memory_devices, parse_dmidecode};
 pub use error::{ListError, TopoError};
 pub use host::{cpuinfo_field, governors, mem_available_bytes, numa_balancing, Host};

@@ -355,41 +355,7 @@ fn socket_of(sysfs: &Path, cpu: u32) -> Option<u32> {
 }
 
 /// What decides whether this process may open system-wide counters.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Access {
-    /// /proc/sys/kernel/perf_event_paranoid.
-    pub paranoid: Option<i32>,
-    pub cap_perfmon: bool,
-    pub cap_sys_admin: bool,
-}
-
-impl Access {
-    /// Reads this process's access from /proc.
-    pub fn read(proc_root: &Path) -> Access {
-        let paranoid = fs::read_to_string(proc_root.join("sys/kernel/perf_event_paranoid"))
-            .ok()
-            .and_then(|s| s.trim().parse().ok());
-        let caps = fs::read_to_string(proc_root.join("self/status"))
-            .ok()
-            .and_then(|s| cap_eff(&s))
-            .unwrap_or(0);
-        Access {
-            paranoid,
-            cap_perfmon: caps >> 38 & 1 == 1,
-            cap_sys_admin: caps >> 21 & 1 == 1,
-        }
-    }
-
-    pub fn privileged(&self) -> bool {
-        self.cap_perfmon || self.cap_sys_admin
-    }
-}
-
-/// The CapEff mask of a /proc/PID/status text.
-pub fn cap_eff(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
-    u64::from_str_radix(line["CapEff:".len()..].trim(), 16).ok()
-}
+pub use memfabric_topo::{cap_eff, PerfAccess as Access};
 
 /// What is missing for counters, each item with how to enable it. `found_pmus`
 /// names what event_source holds, for the message.

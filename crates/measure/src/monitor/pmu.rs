@@ -3,7 +3,6 @@
 //! values the way perf does it.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::Path;
 
 use super::MonitorError;
@@ -119,27 +118,24 @@ pub fn bytes_per_count(e: &EventDesc) -> Option<f64> {
     Some(scale * unit)
 }
 
-/// Reads one PMU directory; None when `type` is missing (not a PMU).
-pub fn read_pmu(dir: &Path) -> Option<Pmu> {
-    let name = dir.file_name()?.to_string_lossy().to_string();
-    let type_id = fs::read_to_string(dir.join("type")).ok()?.trim().parse().ok()?;
-    let cpus = fs::read_to_string(dir.join("cpumask"))
-        .ok()
-        .and_then(|s| memfabric_topo::parse_cpulist(s.trim()).ok())
-        .unwrap_or_default();
-    let mut formats = BTreeMap::new();
-    for (n, text) in files(&dir.join("format")) {
-        if let Ok(f) = parse_format(&text) {
-            formats.insert(n, f);
-        }
-    }
-    let all = files(&dir.join("events"));
+/// A PMU as memfabric-topo read it, its format fields and events parsed; a format
+/// file that does not parse is left out.
+pub fn from_files(f: memfabric_topo::PmuFiles) -> Pmu {
+    let formats = f
+        .formats
+        .iter()
+        .filter_map(|(n, text)| Some((n.clone(), parse_format(text).ok()?)))
+        .collect();
     let mut events = BTreeMap::new();
-    for (n, text) in &all {
+    for (n, text) in &f.events {
         if n.contains('.') {
             continue;
         }
-        let extra = |suffix: &str| all.get(&format!("{n}.{suffix}")).map(|s| s.trim().to_string());
+        let extra = |suffix: &str| {
+            f.events
+                .get(&format!("{n}.{suffix}"))
+                .map(|s| s.trim().to_string())
+        };
         events.insert(
             n.clone(),
             EventDesc {
@@ -149,36 +145,25 @@ pub fn read_pmu(dir: &Path) -> Option<Pmu> {
             },
         );
     }
-    Some(Pmu {
-        name,
-        type_id,
-        cpus,
+    Pmu {
+        name: f.name,
+        type_id: f.type_id,
+        cpus: f.cpus,
         formats,
         events,
-    })
-}
-
-fn files(dir: &Path) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let Ok(rd) = fs::read_dir(dir) else { return out };
-    for e in rd.flatten() {
-        if let Ok(text) = fs::read_to_string(e.path()) {
-            out.insert(e.file_name().to_string_lossy().to_string(), text);
-        }
     }
-    out
 }
 
 /// Every PMU under `<sysfs>/bus/event_source/devices`, sorted by name.
 pub fn read_pmus(sysfs: &Path) -> Vec<Pmu> {
-    let mut out: Vec<Pmu> = fs::read_dir(sysfs.join("bus/event_source/devices"))
-        .map(|rd| rd.flatten().filter_map(|e| read_pmu(&e.path())).collect())
-        .unwrap_or_default();
+    let mut out: Vec<Pmu> = memfabric_topo::read_pmus(sysfs)
+        .into_iter()
+        .map(from_files)
+        .collect();
     out.sort_by_key(|a| natural(&a.name));
     out
 }
 
-/// Sorts `uncore_imc_10` after `uncore_imc_2`.
 fn natural(name: &str) -> (String, u64) {
     let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
     let (stem, num) = name.split_at(name.len() - digits);
