@@ -3,7 +3,7 @@
 #
 # Steps: install host packages (Debian) if missing, add the Rust target if missing,
 # build the whole workspace for aarch64-unknown-linux-gnu (release), run the unit
-# tests of memfabric-topo, -model and -measure under qemu-aarch64-static, then run
+# tests of memfabric-topo, -model, -analysis, -measure and -gpu under qemu-aarch64-static, then run
 # the aarch64 memfabric binary (--version, topology --json).
 #
 # The build goes to its own target dir (target/aarch64) and the linker and runner
@@ -73,7 +73,7 @@ T_BUILD=$((SECONDS - t))
 t=$SECONDS
 say "cargo test --target $TRIPLE (library unit tests, under qemu-user)"
 TEST_LOG="$WORK/test.log"
-cargo test --target "$TRIPLE" -p memfabric-measure -p memfabric-model -p memfabric-topo -p memfabric-gpu --lib 2>&1 \
+cargo test --target "$TRIPLE" -p memfabric-measure -p memfabric-analysis -p memfabric-model -p memfabric-topo -p memfabric-gpu --lib 2>&1 \
     | tee "$TEST_LOG" || die "unit tests failed under qemu-user (log: $TEST_LOG)"
 read -r PASSED IGNORED < <(awk '/^test result: ok\./ {p += $4; i += $8} END {print p + 0, i + 0}' "$TEST_LOG")
 SUITES=$(grep -c '^test result: ok\.' "$TEST_LOG" || true)
