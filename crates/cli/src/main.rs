@@ -16,6 +16,20 @@ use clap::Parser;
 use args::{Cli, Command};
 use output::{Ctx, Interrupted, Status, Usage};
 
+/// The commands that measure nothing, so have nothing to save.
+fn never_saved(c: &Command) -> Option<&'static str> {
+    match c {
+        Command::Topology(_) => Some("topology"),
+        Command::Theory(_) => Some("theory"),
+        Command::Audit(_) => Some("audit"),
+        Command::Runs(_) => Some("runs"),
+        Command::Compare(_) => Some("compare"),
+        Command::Report(_) => Some("report"),
+        Command::List => Some("list"),
+        _ => None,
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Err(e) = memfabric_measure::sys::install_stop_handlers() {
@@ -24,7 +38,14 @@ fn main() -> ExitCode {
     let mut ctx = Ctx::new(cli.json, cli.quiet);
     ctx.db = cli.db.clone();
     let always_save = matches!(cli.command, Command::Run(_));
-    if cli.save || cli.label.is_some() || always_save {
+    let asked = cli.save || cli.label.is_some();
+    if let (true, Some(name)) = (asked, never_saved(&cli.command)) {
+        eprintln!(
+            "memfabric: error: --save and --label keep a measurement in the run database; `{name}` is not a measurement and is never saved"
+        );
+        return ExitCode::from(2);
+    }
+    if asked || always_save {
         match output::db_path(cli.db.as_deref()) {
             Ok(db) => {
                 ctx.save = Some(output::SaveTo {

@@ -16,6 +16,8 @@ mod gpu;
 mod loaded;
 #[path = "cli/monitor.rs"]
 mod monitor;
+#[path = "cli/options.rs"]
+mod options;
 #[path = "cli/runs.rs"]
 mod runs;
 #[path = "cli/stored.rs"]

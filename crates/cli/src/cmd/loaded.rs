@@ -137,10 +137,14 @@ pub fn render(r: &LoadedLatencyReport) -> String {
             .iter()
             .map(|(l, o)| (l.clone(), o.ok().and_then(|m| m.noise.as_ref()))),
     );
-    out += &format!(
-        "Delays: spin-loop hints after every 4 KiB of each array; one hint took {:.1} ns here.\nLoad bytes counted: {}\n",
-        r.spin_ns, r.mix.byte_counting
-    );
+    // Spread steps add L3 domains at full speed: no delay applies to them.
+    if !r.spread {
+        out += &format!(
+            "Delays: spin-loop hints after every 4 KiB of each array; one hint took {:.1} ns here.\n",
+            r.spin_ns
+        );
+    }
+    out += &format!("Load bytes counted: {}\n", r.mix.byte_counting);
     out
 }
 
@@ -191,6 +195,49 @@ mod tests {
         })
     }
 
+    fn report(spread: bool, steps: Vec<LoadStep>) -> LoadedLatencyReport {
+        LoadedLatencyReport {
+            latency_cpu: 0,
+            latency_domain: Some(0),
+            mem_node: 0,
+            load_cpus: (1..16).collect(),
+            mix: MixInfo::of(Mix::Read),
+            kernel: "avx512".into(),
+            huge_pages: HugePages::Off,
+            array_bytes_per_thread: 128 << 20,
+            chase_size_bytes: 1 << 30,
+            pattern: Pattern::Random,
+            spin_ns: 20.0,
+            spread,
+            idle: latency(190.0),
+            steps,
+        }
+    }
+
+    #[test]
+    fn spread_mode_prints_no_delay_line() {
+        let step = |domains: Vec<usize>, gbs: f64| LoadStep {
+            delay_spins: 0,
+            delay_ns: 0.0,
+            load_cpus: domains
+                .iter()
+                .flat_map(|&d| [2 * d as u32 + 2, 2 * d as u32 + 3])
+                .collect(),
+            domains,
+            load_bandwidth_gb_s: gbs,
+            latency: latency(200.0 + gbs),
+            efficiency: None,
+        };
+        let text = render(&report(true, vec![step(vec![1], 40.0), step(vec![1, 2], 75.0)]));
+        assert!(!text.contains("Delays:") && !text.contains("spin-loop"), "{text}");
+        assert!(
+            text.contains("L3 1+L3 2") && text.contains("Load bytes counted: "),
+            "{text}"
+        );
+        let throttled = render(&report(false, vec![step(vec![], 40.0)]));
+        assert!(throttled.contains("Delays: spin-loop hints"), "{throttled}");
+    }
+
     #[test]
     fn curve_table_and_share_of_peak() {
         let steps = [
@@ -214,22 +261,6 @@ mod tests {
             }),
         })
         .collect();
-        let r = LoadedLatencyReport {
-            latency_cpu: 0,
-            latency_domain: Some(0),
-            mem_node: 0,
-            load_cpus: (1..16).collect(),
-            mix: MixInfo::of(Mix::Read),
-            kernel: "avx512".into(),
-            huge_pages: HugePages::Off,
-            array_bytes_per_thread: 128 << 20,
-            chase_size_bytes: 1 << 30,
-            pattern: Pattern::Random,
-            spin_ns: 20.0,
-            spread: false,
-            idle: latency(190.0),
-            steps,
-        };
-        insta::assert_snapshot!(render(&r));
+        insta::assert_snapshot!(render(&report(false, steps)));
     }
 }
