@@ -252,9 +252,29 @@ pub struct BandwidthArgs {
     #[arg(long, value_name = "GBPS", requires_all = ["links", "lanes"])]
     pub gbps: Option<f64>,
     #[command(flatten)]
+    pub peak: PeakArgs,
+    #[command(flatten)]
     pub dram: DramArgs,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// The memory's peak where SMBIOS does not give it (or gives it wrong), for the
+/// "% of peak" column.
+#[derive(Debug, Args)]
+pub struct PeakArgs {
+    /// Memory channels per socket, for the share of the peak where SMBIOS does not say (with --mts)
+    #[arg(long, value_name = "N", requires = "mts", conflicts_with = "machine")]
+    pub channels: Option<u32>,
+    /// Transfer rate of those channels in MT/s (DDR5-4800: 4800; with --channels)
+    #[arg(long, value_name = "MT/S", requires = "channels")]
+    pub mts: Option<u32>,
+    /// Data bits per channel (default 64; with --channels)
+    #[arg(long, value_name = "BITS", requires = "channels")]
+    pub bus_bits: Option<u32>,
+    /// A machine file (see `memfabric theory --machine`) whose memory is the peak
+    #[arg(long, value_name = "FILE")]
+    pub machine: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -286,6 +306,8 @@ pub struct StreamArgs {
     /// Flag functions whose passes spread more than this many percent
     #[arg(long, value_name = "PCT", default_value_t = DEFAULT_CV_PERCENT)]
     pub cv_threshold: f64,
+    #[command(flatten)]
+    pub peak: PeakArgs,
 }
 
 #[derive(Debug, Args)]

@@ -1,5 +1,7 @@
-//! Each result's share of its path's theoretical peak, from this machine's DIMMs:
-//! set after measuring (the enrich stage), shown beside the measured figures.
+//! Each result's share of its path's theoretical peak, from this machine's DIMMs
+//! (or the memory the user described): set after measuring (the enrich stage),
+//! shown beside the measured figures. Where no share can be given, the report says
+//! why (`peak_unknown`).
 
 use memfabric_model::{
     BandwidthReport, DomainScalingReport, LinkPeak, LoadedLatencyReport, MemoryPeak, Outcome, StreamReport,
@@ -8,29 +10,49 @@ use memfabric_topo::Topology;
 
 use memfabric_analysis::theory;
 
-/// Sets each bandwidth cell's share of its path's peak; cells whose peak is
-/// not known (no SMBIOS, CPU-less nodes, ...) are left without one.
-pub fn annotate(r: &mut BandwidthReport, topo: &Topology, links: Option<&LinkPeak>) {
-    if let Some(peak) = memory_peak(topo) {
-        theory::annotate_bandwidth(r, topo, &peak, links);
+/// The memory's peak: the one the user gave (--channels/--mts, --machine), else the
+/// one this machine's SMBIOS gives; or why there is none.
+pub fn memory_peak(topo: &Topology, given: Option<&MemoryPeak>) -> Result<MemoryPeak, String> {
+    if let Some(p) = given {
+        return Ok(p.clone());
+    }
+    match theory::smbios_peak(&memfabric_topo::live_memory_devices(topo)) {
+        Outcome::Ok(peak) => Ok(peak),
+        Outcome::Skipped { reason } | Outcome::Failed { reason } => Err(reason),
     }
 }
 
-/// This machine's memory peak from SMBIOS, when it says enough.
-pub fn memory_peak(topo: &Topology) -> Option<MemoryPeak> {
-    let devices = memfabric_topo::live_memory_devices(topo);
-    match theory::smbios_peak(&devices) {
-        Outcome::Ok(peak) => Some(peak),
-        _ => None,
-    }
+/// The reasons, each once, as one line.
+fn joined(mut reasons: Vec<String>) -> Option<String> {
+    reasons.dedup();
+    (!reasons.is_empty()).then(|| reasons.join("; "))
+}
+
+/// Sets each bandwidth cell's share of its path's peak; cells whose peak is not
+/// known (no SMBIOS, CPU-less nodes, ...) are left without one, and the report says
+/// why.
+pub fn annotate(
+    r: &mut BandwidthReport,
+    topo: &Topology,
+    links: Option<&LinkPeak>,
+    given: Option<&MemoryPeak>,
+) {
+    r.peak_unknown = match memory_peak(topo, given) {
+        Ok(peak) => joined(theory::annotate_bandwidth(r, topo, &peak, links)),
+        Err(why) => Some(why),
+    };
 }
 
 /// Each STREAM function's best rate as a share of the peak of the nodes that hold
 /// the arrays.
-pub fn annotate_stream(r: &mut StreamReport, topo: &Topology) {
-    let Some(peak) = memory_peak(topo) else { return };
-    let Ok(nodes) = theory::nodes_peak(topo, &peak, &r.mem_nodes) else {
-        return;
+pub fn annotate_stream(r: &mut StreamReport, topo: &Topology, given: Option<&MemoryPeak>) {
+    let nodes = memory_peak(topo, given).and_then(|peak| theory::nodes_peak(topo, &peak, &r.mem_nodes));
+    let nodes = match nodes {
+        Ok(n) => n,
+        Err(why) => {
+            r.peak_unknown = Some(why);
+            return;
+        }
     };
     if let Outcome::Ok(m) = &mut r.outcome {
         for f in &mut m.functions {
@@ -40,19 +62,28 @@ pub fn annotate_stream(r: &mut StreamReport, topo: &Topology) {
 }
 
 /// Each per-domain step's median as a share of the peak of the nodes it reads.
-pub fn annotate_domains(r: &mut DomainScalingReport, topo: &Topology) {
-    let Some(peak) = memory_peak(topo) else { return };
+pub fn annotate_domains(r: &mut DomainScalingReport, topo: &Topology, given: Option<&MemoryPeak>) {
+    let peak = match memory_peak(topo, given) {
+        Ok(p) => p,
+        Err(why) => {
+            r.peak_unknown = Some(why);
+            return;
+        }
+    };
+    let mut unknown = Vec::new();
     for step in r.alone.iter_mut().chain(r.cumulative.iter_mut()) {
         let Some(m) = step.outcome.ok() else { continue };
-        if let Ok(nodes) = theory::nodes_peak(topo, &peak, &step.mem_nodes) {
-            step.efficiency = theory::share(m.bandwidth_gb_s.median, nodes);
+        match theory::nodes_peak(topo, &peak, &step.mem_nodes) {
+            Ok(nodes) => step.efficiency = theory::share(m.bandwidth_gb_s.median, nodes),
+            Err(why) => unknown.push(why),
         }
     }
+    r.peak_unknown = joined(unknown);
 }
 
 /// Each loaded-latency step's load as a share of the memory node's peak.
 pub fn annotate_loaded(r: &mut LoadedLatencyReport, topo: &Topology) {
-    let Some(peak) = memory_peak(topo) else { return };
+    let Ok(peak) = memory_peak(topo, None) else { return };
     let Ok(node) = theory::nodes_peak(topo, &peak, &[r.mem_node]) else {
         return;
     };

@@ -65,13 +65,18 @@ pub struct Request<O> {
     pub selection: Selection,
     /// --cv-threshold: a result whose samples spread more is flagged as noisy.
     pub cv_threshold_pct: f64,
+    /// The memory's peak as the user described it (--channels/--mts, --machine), for
+    /// the bandwidth measurements' share of peak; None: from this machine's SMBIOS.
+    pub memory_peak: Option<memfabric_model::MemoryPeak>,
 }
 
-/// A CPU measurement's plan, with the noise threshold its enrich stage flags against.
+/// A CPU measurement's plan, with what its enrich stage needs from the request:
+/// the noise threshold, and the memory peak the user described.
 #[derive(Debug)]
 pub struct Checked<P> {
     pub plan: P,
     pub threshold_cv: f64,
+    pub memory_peak: Option<memfabric_model::MemoryPeak>,
 }
 
 impl<O> Request<O> {
@@ -84,6 +89,7 @@ impl<O> Request<O> {
         Ok(Checked {
             plan,
             threshold_cv: cv_threshold(self.cv_threshold_pct)?,
+            memory_peak: self.memory_peak.clone(),
         })
     }
 }

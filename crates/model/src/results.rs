@@ -198,6 +198,10 @@ pub struct BandwidthReport {
     /// Whether the cells' DRAM traffic was counted by the memory controllers.
     #[serde(default)]
     pub dram_counting: crate::DramCounting,
+    /// Why no share of the theoretical peak is given, where none is (no SMBIOS, a
+    /// DIMM speed not readable without root...); absent when shares are given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_unknown: Option<String>,
 }
 
 /// One access mix and how its bytes are counted.
@@ -276,6 +280,10 @@ pub struct DomainScalingReport {
     /// Whether the steps' DRAM traffic was counted by the memory controllers.
     #[serde(default)]
     pub dram_counting: crate::DramCounting,
+    /// Why no share of the theoretical peak is given, where none is (no SMBIOS, a
+    /// DIMM speed not readable without root...); absent when shares are given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_unknown: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -309,6 +317,10 @@ pub struct StreamReport {
     /// Memory node of each thread's part of the arrays, in the order of `cpus`.
     pub mem_nodes: Vec<u32>,
     pub outcome: Outcome<StreamMeasurement>,
+    /// Why no share of the theoretical peak is given, where none is (no SMBIOS, a
+    /// DIMM speed not readable without root...); absent when shares are given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_unknown: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

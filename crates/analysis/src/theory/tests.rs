@@ -142,7 +142,7 @@ fn smbios_full_ddr5() {
     let n1 = node_peak(&topo, &m, 1).unwrap();
     assert_eq!((n1.socket, n1.peak_gb_s), (0, 153.6));
     assert_eq!(n1.basis, "socket 0's 307.2 GB/s over its 2 nodes (SNC/NPS)");
-    let (remote, basis) = path_peak(&topo, &m, None, 0, 3).unwrap();
+    let (remote, basis) = path_peak(&topo, &m, None, (0, 3), Mix::Read).unwrap();
     assert_eq!(remote, 153.6);
     assert!(basis.contains("not described"));
     let links = link_peak(&LinkSpec {
@@ -150,8 +150,28 @@ fn smbios_full_ddr5() {
         lanes: 20,
         gbps: 16.0,
     });
-    let (remote, basis) = path_peak(&topo, &m, Some(&links), 0, 3).unwrap();
+    let (remote, basis) = path_peak(&topo, &m, Some(&links), (0, 3), Mix::Read).unwrap();
     assert_eq!(remote, 80.0, "{basis}");
+    // A copy reads remote memory one way and writes it the other: both directions
+    // carry half its bytes. A triad moves two of every three bytes the busier way.
+    let (copy, basis) = path_peak(&topo, &m, Some(&links), (0, 3), Mix::Copy).unwrap();
+    assert_eq!(copy, 153.6, "the memory is the limit now: {basis}");
+    let slow = link_peak(&LinkSpec {
+        links: 1,
+        lanes: 16,
+        gbps: 16.0,
+    });
+    let per_direction = slow.per_direction_gb_s;
+    let (copy, basis) = path_peak(&topo, &m, Some(&slow), (0, 3), Mix::Copy).unwrap();
+    assert_eq!(copy, 2.0 * per_direction, "{basis}");
+    assert!(
+        basis.contains("copy moves 50% of its bytes the busier way"),
+        "{basis}"
+    );
+    let (triad, _) = path_peak(&topo, &m, Some(&slow), (0, 3), Mix::Triad).unwrap();
+    assert!((triad - 1.5 * per_direction).abs() < 1e-9, "{triad}");
+    let (write, _) = path_peak(&topo, &m, Some(&slow), (0, 3), Mix::WriteNt).unwrap();
+    assert_eq!(write, per_direction);
 }
 
 #[test]
@@ -258,6 +278,7 @@ fn efficiency_of_cells() {
         cells: vec![cell(0, 0, 76.8), cell(0, 2, 38.4)],
         firmware: None,
         dram_counting: Default::default(),
+        peak_unknown: None,
     };
     annotate_bandwidth(&mut r, &topo, &m, None);
     let e = r.cells[0].efficiency.as_ref().unwrap();

@@ -32,6 +32,11 @@ pub fn run(ctx: &Ctx, a: &BandwidthArgs) -> Result<Status> {
 }
 
 pub fn measure(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<BandwidthReport> {
+    if a.links.is_some() && topo.packages.len() <= 1 {
+        eprintln!(
+            "memfabric: note: --links: this machine has one socket, so no path crosses a socket link; the link peak is not used"
+        );
+    }
     let options = BandwidthOptions {
         mixes: a.mix.0.clone(),
         array_bytes_per_thread: a.size,
@@ -48,6 +53,7 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<Bandwidt
         },
         selection: common::selection(&a.select, None),
         cv_threshold_pct: a.common.cv_threshold,
+        memory_peak: super::efficiency::given_peak(&a.peak, topo)?,
     };
     common::measure::<Bandwidth>(ctx, topo, &request)
 }
@@ -74,6 +80,7 @@ fn measure_domains(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<Doma
         options: (options, dram_source(&a.dram)),
         selection: common::selection(&a.select, None),
         cv_threshold_pct: a.common.cv_threshold,
+        memory_peak: super::efficiency::given_peak(&a.peak, topo)?,
     };
     common::measure::<Domains>(ctx, topo, &request)
 }
@@ -130,6 +137,7 @@ pub fn render(r: &BandwidthReport) -> String {
     }
     out += &cells_table(r);
     out += &super::efficiency::render(r);
+    out += &super::efficiency::unknown(r.peak_unknown.as_deref());
     out += &super::firmware::render(r.firmware.as_ref());
     out += &common::problems(r.cells.iter().map(|c| (cell_label(c), &c.outcome)));
     out += &common::noise_notes(
@@ -328,6 +336,7 @@ mod tests {
             cells,
             firmware: None,
             dram_counting: Default::default(),
+            peak_unknown: None,
         };
         insta::assert_snapshot!(render(&r));
     }
@@ -388,6 +397,7 @@ mod tests {
                 source: Some("intel-imc".into()),
                 reason: "intel-imc: the first available".into(),
             },
+            peak_unknown: None,
         };
         let counted = render(&r);
         assert!(counted.contains("2.02"), "copy's read ratio: {counted}");
@@ -430,6 +440,7 @@ mod tests {
             cells,
             firmware: None,
             dram_counting: Default::default(),
+            peak_unknown: None,
         };
         insta::assert_snapshot!(render(&r));
     }
@@ -469,6 +480,7 @@ mod tests {
                 step(vec![0, 1, 2], 55.0),
             ],
             dram_counting: Default::default(),
+            peak_unknown: None,
         };
         insta::assert_snapshot!(render_domains(&r, &topo));
     }

@@ -35,6 +35,7 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &C2cArgs) -> Result<C2cReport> {
         options,
         selection: Selection::default(),
         cv_threshold_pct: a.cv_threshold,
+        memory_peak: None,
     };
     common::measure::<CoreToCore>(ctx, topo, &request)
 }

@@ -2,10 +2,11 @@
 //! machine's DIMMs: set after measuring, shown beside the measured table.
 
 use memfabric_analysis::theory;
-use memfabric_model::{BandwidthCell, BandwidthReport, Efficiency, LinkPeak};
+use memfabric_model::{BandwidthCell, BandwidthReport, Efficiency, LinkPeak, MemoryPeak};
+use memfabric_topo::Topology;
 
 use super::common;
-use crate::args::BandwidthArgs;
+use crate::args::{BandwidthArgs, PeakArgs};
 use crate::output::Usage;
 use crate::table::Table;
 
@@ -14,6 +15,54 @@ const HOW: &str = "median / peak; peak: populated channels x configured MT/s x d
 /// "62.0" for a share, "-" for none: the column the tables add.
 pub fn percent(e: Option<&Efficiency>) -> String {
     e.map_or("-".into(), |e| format!("{:.1}", 100.0 * e.fraction))
+}
+
+/// The memory peak --channels/--mts/--bus-bits or --machine describe (None: read
+/// SMBIOS), refusing nonsense as `theory` does.
+pub fn given_peak(a: &PeakArgs, topo: &Topology) -> anyhow::Result<Option<MemoryPeak>> {
+    let platform = match (&a.machine, a.channels) {
+        (Some(path), _) => {
+            let named = |e: theory::TheoryError| Usage(format!("machine file {}: {e}", path.display()));
+            super::theory::read_machine_file(path)?
+                .validate(&theory::FILE_NAMES)
+                .map_err(named)?
+        }
+        (None, Some(_)) => theory::Description {
+            name: None,
+            sockets: Some(topo.packages.len().max(1) as u32),
+            channels_per_socket: a.channels,
+            mts: a.mts,
+            bus_bits: a.bus_bits,
+            links: None,
+            lanes: None,
+            gbps: None,
+        }
+        .validate(&theory::FLAG_NAMES)
+        .map_err(|e| Usage(e.to_string()))?,
+        (None, None) => return Ok(None),
+    };
+    match &platform.memory {
+        Some(d) => Ok(Some(theory::dram_peak(d))),
+        None => Err(Usage("--machine: the machine file describes no memory".into()).into()),
+    }
+}
+
+/// Why there is no "% of peak", where there is none, with how to supply the peak.
+pub fn unknown(why: Option<&str>) -> String {
+    why.map_or(String::new(), |w| {
+        format!("% of peak not known: {w}; give the memory with --channels N --mts M (or --machine FILE)\n")
+    })
+}
+
+/// A warning where a figure is above 100 % of its peak: the peak's model does not fit.
+pub fn over_peak<'a>(shares: impl IntoIterator<Item = Option<&'a Efficiency>>) -> String {
+    let over = shares.into_iter().flatten().filter(|e| e.fraction > 1.0).count();
+    if over == 0 {
+        return String::new();
+    }
+    format!(
+        "  ! {over} figure(s) above 100 % of the theoretical peak: the peak's model does not fit this machine (check --links/--lanes/--gbps for paths across sockets, --channels/--mts or the DIMMs SMBIOS lists); do not trust these percentages\n"
+    )
 }
 
 /// The socket links --links, --lanes and --gbps describe, refusing nonsense.
@@ -48,7 +97,7 @@ pub fn render(r: &BandwidthReport) -> String {
     } else {
         table(r)
     };
-    shares + &bases(r)
+    shares + &bases(r) + &over_peak(r.cells.iter().map(|c| c.efficiency.as_ref()))
 }
 
 fn matrices(r: &BandwidthReport) -> String {
@@ -121,6 +170,22 @@ fn bases(r: &BandwidthReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_share_above_100_percent_is_flagged() {
+        let e = |fraction: f64| Efficiency {
+            peak_gb_s: 100.0,
+            fraction,
+            basis: "test".into(),
+        };
+        let (under, over) = (e(0.93), e(1.2));
+        assert_eq!(over_peak([Some(&under), None]), "");
+        let warning = over_peak([Some(&under), Some(&over), Some(&over)]);
+        assert!(
+            warning.starts_with("  ! 2 figure(s) above 100 % of the theoretical peak"),
+            "{warning}"
+        );
+    }
     use memfabric_model::Outcome;
     use memfabric_topo::{group_dimms, read_memory_devices, Topology};
     use std::path::Path;
@@ -175,6 +240,7 @@ mod tests {
             cells,
             firmware: None,
             dram_counting: Default::default(),
+            peak_unknown: None,
         };
         let Outcome::Ok(peak) = theory::smbios_peak(&topo.memory_devices) else {
             panic!()

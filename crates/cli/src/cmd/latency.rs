@@ -36,6 +36,7 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &LatencyArgs) -> Result<LatencyRep
         options,
         selection: common::selection(&a.select, a.cpu),
         cv_threshold_pct: a.common.cv_threshold,
+        memory_peak: None,
     };
     common::measure::<Latency>(ctx, topo, &request)
 }

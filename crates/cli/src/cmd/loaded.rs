@@ -45,6 +45,7 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &LoadedLatencyArgs) -> Result<Load
         options,
         selection: Selection::default(),
         cv_threshold_pct: a.common.cv_threshold,
+        memory_peak: None,
     };
     common::measure::<LoadedLatency>(ctx, topo, &request)
 }
@@ -123,6 +124,7 @@ pub fn render(r: &LoadedLatencyReport) -> String {
         t.row(row);
     }
     out += &t.render();
+    out += &super::efficiency::over_peak(r.steps.iter().map(|s| s.efficiency.as_ref()));
     out += &curve(r);
     let mut labelled = vec![("idle".to_string(), &r.idle)];
     labelled.extend(

@@ -37,6 +37,7 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &StreamArgs) -> Result<StreamRepor
         options,
         selection,
         cv_threshold_pct: a.cv_threshold,
+        memory_peak: super::efficiency::given_peak(&a.peak, topo)?,
     };
     common::measure::<Stream>(ctx, topo, &request)
 }
@@ -97,6 +98,8 @@ pub fn render(r: &StreamReport, topo: &Topology) -> String {
         ]);
     }
     out += &t.render();
+    out += &super::efficiency::unknown(r.peak_unknown.as_deref());
+    out += &super::efficiency::over_peak(m.functions.iter().map(|f| f.efficiency.as_ref()));
     out += &common::noise_notes(m.functions.iter().map(|f| (f.name.clone(), f.noise.as_ref())));
     let v = &m.validation;
     out += &format!(
@@ -160,6 +163,7 @@ mod tests {
                 },
                 placement: Vec::new(),
             }),
+            peak_unknown: None,
         };
         insta::assert_snapshot!(render(&r, &topo));
     }

@@ -48,6 +48,7 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &SweepArgs) -> Result<SweepReport>
         options,
         selection: Selection::default(),
         cv_threshold_pct: a.cv_threshold,
+        memory_peak: None,
     };
     common::measure::<Sweep>(ctx, topo, &request)
 }

@@ -97,7 +97,7 @@ fn flags(a: &TheoryArgs) -> Description {
 }
 
 /// A machine file, its faults named with the file and line (exit 2).
-fn read_machine_file(path: &Path) -> Result<Description> {
+pub fn read_machine_file(path: &Path) -> Result<Description> {
     let shown = path.display();
     let text =
         std::fs::read_to_string(path).map_err(|e| Usage(format!("cannot read machine file {shown}: {e}")))?;

@@ -25,3 +25,79 @@ fn save_and_label_on_a_command_that_measures_nothing_are_refused() {
         assert!(!db.exists(), "{args:?} made a database");
     }
 }
+
+fn stream(extra: &[&str]) -> serde_json::Value {
+    let args: Vec<&str> = ["stream", "--size", "8M", "--ntimes", "3"]
+        .iter()
+        .chain(extra)
+        .copied()
+        .collect();
+    super::json_of(&args)
+}
+
+#[test]
+fn percent_of_peak_is_given_or_its_absence_explained() {
+    let _turn = super::measuring();
+    // From SMBIOS where it is readable; else the reason, never a bare "-".
+    let v = stream(&[]);
+    let functions = v["result"]["outcome"]["functions"].as_array().unwrap().clone();
+    let why = v["result"]["peak_unknown"].as_str().unwrap_or("");
+    let shared = functions.iter().all(|f| f["efficiency"].is_object());
+    assert!(shared == why.is_empty(), "shares {shared}, reason {why:?}");
+    // Given by the user: 2 channels of DDR4-3200 are 51.2 GB/s.
+    let v = stream(&["--channels", "2", "--mts", "3200"]);
+    assert!(v["result"]["peak_unknown"].is_null());
+    for f in v["result"]["outcome"]["functions"].as_array().unwrap() {
+        let e = &f["efficiency"];
+        assert_eq!(e["peak_gb_s"].as_f64(), Some(51.2), "{f}");
+        let best = f["best_gb_s"].as_f64().unwrap();
+        assert!((e["fraction"].as_f64().unwrap() - best / 51.2).abs() < 1e-9);
+    }
+    // Or by a machine file describing this machine's sockets.
+    let sockets = super::json_of(&["topology"])["result"]["packages"]
+        .as_array()
+        .unwrap()
+        .len();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("this.toml");
+    let text = format!("name = \"this\"\nsockets = {sockets}\nchannels_per_socket = 4\nmts = 4800\n");
+    std::fs::write(&file, text).unwrap();
+    let v = stream(&["--machine", file.to_str().unwrap()]);
+    let e = &v["result"]["outcome"]["functions"][0]["efficiency"];
+    assert!(e["basis"].as_str().unwrap().contains("4800 MT/s"), "{e}");
+}
+
+#[test]
+fn a_peak_the_user_gives_is_checked() {
+    for (args, want) in [
+        (&["--mts", "3200"][..], "--channels"),
+        (&["--channels", "0", "--mts", "3200"][..], "channels"),
+        (
+            &["--machine", "/no/such.toml"][..],
+            "cannot read machine file /no/such.toml",
+        ),
+    ] {
+        let out = memfabric()
+            .args(["stream", "--size", "8M"])
+            .args(args)
+            .assert()
+            .code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn links_on_a_one_socket_machine_say_they_are_unused() {
+    let _turn = super::measuring();
+    let topo = super::json_of(&["topology"]);
+    let sockets = topo["result"]["packages"].as_array().unwrap().len();
+    let out = memfabric()
+        .args(["bandwidth", "--size", "1M", "--samples", "2", "--threads", "1"])
+        .args(["--links", "4", "--lanes", "16", "--gbps", "32"])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let note = "--links: this machine has one socket, so no path crosses a socket link";
+    assert_eq!(err.contains(note), sockets == 1, "{sockets} socket(s): {err}");
+}

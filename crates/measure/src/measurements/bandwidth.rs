@@ -89,6 +89,7 @@ pub fn run(plan: &BandwidthPlan, dram: Option<&DramCounters>, obs: &dyn Observer
         cells,
         firmware: None,
         dram_counting: Default::default(),
+        peak_unknown: None,
     }
 }
 
@@ -301,7 +302,7 @@ impl crate::measurement::Measurement for Bandwidth {
         r.dram_counting = crate::monitor::finish_counting(p.counting.clone(), p.counters.as_ref());
         let conditions = m.conditions();
         memfabric_analysis::noise::annotate_bandwidth(r, m.topo, &conditions, p.checked.threshold_cv);
-        crate::efficiency::annotate(r, m.topo, p.links.as_ref());
+        crate::efficiency::annotate(r, m.topo, p.links.as_ref(), p.checked.memory_peak.as_ref());
         r.firmware = memfabric_analysis::firmware::compare_bandwidth(r, m.topo);
     }
 }

@@ -68,6 +68,7 @@ pub fn run(plan: &DomainPlan, dram: Option<&DramCounters>, obs: &dyn Observer) -
         alone,
         cumulative,
         dram_counting: Default::default(),
+        peak_unknown: None,
     }
 }
 
@@ -105,6 +106,6 @@ impl crate::measurement::Measurement for Domains {
         r.dram_counting = crate::monitor::finish_counting(p.counting.clone(), p.counters.as_ref());
         let conditions = m.conditions();
         memfabric_analysis::noise::annotate_domains(r, m.topo, &conditions, p.checked.threshold_cv);
-        crate::efficiency::annotate_domains(r, m.topo);
+        crate::efficiency::annotate_domains(r, m.topo, p.checked.memory_peak.as_ref());
     }
 }

@@ -66,6 +66,7 @@ pub fn run(plan: &StreamPlan, obs: &dyn Observer) -> StreamReport {
         cpus: plan.members.iter().map(|m| m.cpu).collect(),
         mem_nodes: plan.members.iter().map(|m| m.mem_node).collect(),
         outcome,
+        peak_unknown: None,
     }
 }
 
@@ -237,7 +238,7 @@ impl crate::measurement::Measurement for Stream {
     fn enrich(r: &mut StreamReport, p: &Self::Plan, m: &crate::plan::Machine) {
         let conditions = m.conditions();
         memfabric_analysis::noise::annotate_stream(r, m.topo, &conditions, p.threshold_cv);
-        crate::efficiency::annotate_stream(r, m.topo);
+        crate::efficiency::annotate_stream(r, m.topo, p.memory_peak.as_ref());
     }
 }
 

@@ -6,6 +6,7 @@ use memfabric_topo::{format_cpulist, Topology};
 
 use super::{byte_counting, gb_s_cells, render_dram};
 use crate::cmd::common::{self, cell_text};
+use crate::cmd::efficiency;
 use crate::table::Table;
 
 fn domain_names(topo: &Topology, d: &DomainBandwidth) -> String {
@@ -65,7 +66,7 @@ fn alone_table(r: &DomainScalingReport, topo: &Topology, head: &[&str], fclk: bo
     for d in &r.alone {
         let mut row = domain_row(topo, d, fclk);
         if peaks && d.outcome.ok().is_some() {
-            row.push(super::super::efficiency::percent(d.efficiency.as_ref()));
+            row.push(efficiency::percent(d.efficiency.as_ref()));
         }
         alone.row(row);
     }
@@ -89,7 +90,7 @@ fn grow_table(r: &DomainScalingReport, topo: &Topology, peaks: bool) -> String {
                 row.push(previous.map_or("-".into(), |p| format!("{:+.2}", v - p)));
                 row.push(format!("{:.2}", v / (k + 1) as f64));
                 if peaks {
-                    row.push(super::super::efficiency::percent(d.efficiency.as_ref()));
+                    row.push(efficiency::percent(d.efficiency.as_ref()));
                 }
                 previous = Some(v);
             }
@@ -117,6 +118,8 @@ fn notes(r: &DomainScalingReport, topo: &Topology) -> String {
         );
     let steps: Vec<(String, &DomainBandwidth)> = steps.collect();
     let mut out = common::problems(steps.iter().map(|(l, d)| (l.clone(), &d.outcome)));
+    out += &efficiency::unknown(r.peak_unknown.as_deref());
+    out += &efficiency::over_peak(steps.iter().map(|(_, d)| d.efficiency.as_ref()));
     out += &common::noise_notes(
         steps
             .iter()
