@@ -35,8 +35,8 @@ pub use results::*;
 pub use stats::Summary;
 pub use suite::{Cell, RunReport};
 pub use sweep::{
-    Boundary, LevelComparison, Plateau, SweepBandwidthPoint, SweepBandwidthSetup, SweepLatencyPoint,
-    SweepLatencySetup, SweepLevels, SweepPoint, SweepReport,
+    bandwidth_curve, latency_curve, Boundary, LevelComparison, Plateau, SweepBandwidthPoint,
+    SweepBandwidthSetup, SweepLatencyPoint, SweepLatencySetup, SweepLevels, SweepPoint, SweepReport,
 };
 pub use theory::{
     AuditReport, ChannelPeak, Efficiency, Finding, FirmwareCell, FirmwareComparison, LinkPeak, MemoryPeak,

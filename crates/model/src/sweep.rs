@@ -141,6 +141,29 @@ pub struct LevelComparison {
     pub agrees: bool,
 }
 
+/// The latency curve, as levels are found in it and drawn: (bytes the chase covers,
+/// median ns) of every point with a result. Text, HTML and detection all use this.
+pub fn latency_curve(points: &[SweepPoint]) -> Vec<(u64, f64)> {
+    let point = |p: &SweepPoint| {
+        let l = p.latency.as_ref()?;
+        Some((l.chase_bytes, l.outcome.ok()?.latency_ns.median))
+    };
+    points.iter().filter_map(point).collect()
+}
+
+/// The bandwidth curve, as levels are found in it and drawn: (bytes one thread's
+/// kernel walks, median GB/s) of every point with a result.
+pub fn bandwidth_curve(points: &[SweepPoint]) -> Vec<(u64, f64)> {
+    let point = |p: &SweepPoint| {
+        let b = p.bandwidth.as_ref()?;
+        Some((
+            b.working_set_bytes_per_thread,
+            b.outcome.ok()?.bandwidth_gb_s.median,
+        ))
+    };
+    points.iter().filter_map(point).collect()
+}
+
 impl crate::figures::Figures for SweepReport {
     /// Each point's median latency and bandwidth, and each boundary matched to a
     /// reported cache level (as `boundary_bytes`), so two sweeps compare level by level.

@@ -418,16 +418,9 @@ fn marks(levels: Option<&SweepLevels>) -> Vec<(f64, String)> {
 
 fn sweep(r: &SweepReport) -> String {
     let mut s = String::new();
-    let lat: Vec<(f64, f64)> = r
-        .points
-        .iter()
-        .filter_map(|p| {
-            Some((
-                p.size_bytes as f64,
-                p.latency.as_ref()?.outcome.ok()?.latency_ns.median,
-            ))
-        })
-        .collect();
+    // The curves the levels were found in: the marks sit on their points.
+    let numbers = |c: Vec<(u64, f64)>| c.into_iter().map(|(s, v)| (s as f64, v)).collect::<Vec<_>>();
+    let lat = numbers(memfabric_model::latency_curve(&r.points));
     if !lat.is_empty() {
         s += &LineChart {
             title: "Latency vs working set",
@@ -442,16 +435,7 @@ fn sweep(r: &SweepReport) -> String {
         }
         .render();
     }
-    let bw: Vec<(f64, f64)> = r
-        .points
-        .iter()
-        .filter_map(|p| {
-            Some((
-                p.size_bytes as f64,
-                p.bandwidth.as_ref()?.outcome.ok()?.bandwidth_gb_s.median,
-            ))
-        })
-        .collect();
+    let bw = numbers(memfabric_model::bandwidth_curve(&r.points));
     if !bw.is_empty() {
         s += &LineChart {
             title: "Bandwidth vs working set",

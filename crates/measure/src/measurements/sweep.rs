@@ -180,22 +180,12 @@ fn report(plan: &SweepPlan, points: Vec<SweepPoint>) -> SweepReport {
             cpus: b.members.iter().map(|m| m.cpu).collect(),
         }),
         latency_levels: plan.latency.map(|_| {
-            let curve = points.iter().filter_map(|p| {
-                let l = p.latency.as_ref()?;
-                Some((l.chase_bytes, l.outcome.ok()?.latency_ns.median))
-            });
-            levels(curve.collect(), false, &plan.expected_latency, 1, plan.max_bytes)
+            let curve = memfabric_model::latency_curve(&points);
+            levels(curve, false, &plan.expected_latency, 1, plan.max_bytes)
         }),
         bandwidth_levels: bandwidth.map(|_| {
-            let curve = points.iter().filter_map(|p| {
-                let b = p.bandwidth.as_ref()?;
-                Some((
-                    b.working_set_bytes_per_thread,
-                    b.outcome.ok()?.bandwidth_gb_s.median,
-                ))
-            });
             levels(
-                curve.collect(),
+                memfabric_model::bandwidth_curve(&points),
                 true,
                 &plan.expected_bandwidth,
                 threads,
