@@ -78,6 +78,35 @@ pub fn render(r: &LoadedLatencyReport) -> String {
         r.kernel,
         common::json_name(&r.huge_pages)
     );
+    out += &steps_table(r);
+    out += &super::efficiency::over_peak(r.steps.iter().map(|s| s.efficiency.as_ref()));
+    out += &curve(r);
+    let mut labelled = vec![("idle".to_string(), &r.idle)];
+    labelled.extend(
+        r.steps
+            .iter()
+            .enumerate()
+            .map(|(k, s)| (format!("step {}", k + 1), &s.latency)),
+    );
+    out += &common::problems(labelled.iter().map(|(l, o)| (l.clone(), *o)));
+    out += &common::noise_notes(
+        labelled
+            .iter()
+            .map(|(l, o)| (l.clone(), o.ok().and_then(|m| m.noise.as_ref()))),
+    );
+    // Spread steps add L3 domains at full speed: no delay applies to them.
+    if !r.spread {
+        out += &format!(
+            "Delays: spin-loop hints after every 4 KiB of each array; one hint took {:.1} ns here.\n",
+            r.spin_ns
+        );
+    }
+    out += &format!("Load bytes counted: {}\n", r.mix.byte_counting);
+    out
+}
+
+/// The idle point and every step: its load, the latency and its share of the peak.
+fn steps_table(r: &LoadedLatencyReport) -> String {
     let mut t = if r.spread {
         Table::new(&[
             "<load",
@@ -123,31 +152,7 @@ pub fn render(r: &LoadedLatencyReport) -> String {
         }
         t.row(row);
     }
-    out += &t.render();
-    out += &super::efficiency::over_peak(r.steps.iter().map(|s| s.efficiency.as_ref()));
-    out += &curve(r);
-    let mut labelled = vec![("idle".to_string(), &r.idle)];
-    labelled.extend(
-        r.steps
-            .iter()
-            .enumerate()
-            .map(|(k, s)| (format!("step {}", k + 1), &s.latency)),
-    );
-    out += &common::problems(labelled.iter().map(|(l, o)| (l.clone(), *o)));
-    out += &common::noise_notes(
-        labelled
-            .iter()
-            .map(|(l, o)| (l.clone(), o.ok().and_then(|m| m.noise.as_ref()))),
-    );
-    // Spread steps add L3 domains at full speed: no delay applies to them.
-    if !r.spread {
-        out += &format!(
-            "Delays: spin-loop hints after every 4 KiB of each array; one hint took {:.1} ns here.\n",
-            r.spin_ns
-        );
-    }
-    out += &format!("Load bytes counted: {}\n", r.mix.byte_counting);
-    out
+    t.render()
 }
 
 /// Latency against the load's bandwidth, as a text plot (the idle point at 0 GB/s).
