@@ -12,6 +12,8 @@ use super::common;
 use crate::args::{Cli, Command, GpuCommand, RunArgs};
 use crate::output::{this_machine, Ctx, Status};
 
+mod summary;
+
 /// How long the suite may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tier {
@@ -163,17 +165,20 @@ fn render_part(cell: Cell, doc: &Document) -> String {
     }
 }
 
+/// The headline numbers first, then the steps, the topology and each cell, with
+/// repeated noise warnings folded into one line each at the end.
 fn render(report: &RunReport) -> String {
     let mut parts = vec![
-        format!(
-            "memfabric run ({} suite): {}\n",
-            report.suite,
-            report.steps.join("; ")
-        ),
+        format!("Steps: {}\n", report.steps.join("; ")),
         super::topology::render(&report.topology),
     ];
     parts.extend(Cell::ALL.iter().map(|&c| render_part(c, &report.part(c))));
-    parts.join("\n")
+    format!(
+        "memfabric run ({} suite)\n{}\n{}",
+        report.suite,
+        summary::headline(report),
+        summary::fold_noise(&parts.join("\n"))
+    )
 }
 
 pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
@@ -236,6 +241,49 @@ mod tests {
             Document::Run(r) => *r,
             other => panic!("run 1 is a {} document", other.command()),
         }
+    }
+
+    #[test]
+    fn the_summary_comes_first_and_noise_warnings_are_folded() {
+        let r = stored_run();
+        let text = render(&r);
+        let first: Vec<&str> = text.lines().take(12).collect();
+        for name in [
+            "idle memory latency, local (multichase",
+            "read bandwidth, all CPUs of a node, local",
+            "triad mix (STREAM Triad's bytes)",
+            "latency under the heaviest load",
+            "core-to-core one-way, mean of all pairs",
+            "GPU memory bandwidth (BabelStream): skipped: no NVIDIA driver found",
+        ] {
+            assert!(
+                first.iter().any(|l| l.contains(name)),
+                "{name} not on the first screen:\n{}",
+                first.join("\n")
+            );
+        }
+        // Every noisy result is counted once, in one line per likely cause.
+        let unfolded: String = Cell::ALL.iter().map(|&c| render_part(c, &r.part(c))).collect();
+        let warnings = unfolded.matches(": coefficient of variation ").count();
+        assert!(warnings > 1, "the stored run has noisy results: {warnings}");
+        assert_eq!(text.matches(": coefficient of variation ").count(), 0);
+        let folded: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("spread more than the noise threshold"))
+            .collect();
+        let counted: usize = folded
+            .iter()
+            .map(|l| {
+                l.trim_start_matches("  ! ")
+                    .split(' ')
+                    .next()
+                    .unwrap()
+                    .parse::<usize>()
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(counted, warnings, "{folded:?}");
+        assert!(folded.len() < warnings);
     }
 
     #[test]
