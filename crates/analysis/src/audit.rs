@@ -8,6 +8,7 @@
 //! sysfs root and a procfs root given by the caller, so tests run against
 //! fixture trees; what cannot be read is reported as unknown, never assumed.
 
+pub mod class;
 mod memory;
 
 use std::collections::BTreeMap;

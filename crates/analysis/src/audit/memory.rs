@@ -375,30 +375,41 @@ fn class_of(v: &SocketView, actual_gb_s: f64) -> SocketClass {
         .max()
         .map_or(0, u32::from);
     let ideal = crate::theory::dram_gb_s(listed as u32, rated, width);
+    let unbalanced = is_unbalanced(v);
+    // Unequal channels: the memory beyond the smallest is reached through fewer.
+    let channels = match capacity_levels(v).filter(|l| l.len() > 1) {
+        Some(levels) => super::class::channel_share(&levels, listed),
+        None => full as f64 / listed.max(1) as f64,
+    };
+    let speed = if rated > 0 {
+        f64::from(running) / f64::from(rated)
+    } else {
+        0.0
+    };
+    let expected = if unbalanced {
+        ideal * channels * speed
+    } else {
+        actual_gb_s
+    };
     let loss = if ideal > 0.0 {
-        (1.0 - actual_gb_s / ideal).max(0.0)
+        (1.0 - expected / ideal).max(0.0)
     } else {
         1.0
     };
-    let unbalanced = is_unbalanced(v);
     let mixed = mixed_modules(&installed);
-    let class = if full == 0 || full * 2 < listed || unbalanced {
-        PopulationClass::NotRecommended
-    } else if loss > 0.005 || mixed {
-        PopulationClass::Reduced
-    } else {
-        PopulationClass::Optimal
-    };
+    let class = super::class::class_of_loss(loss);
     let mut estimate = format!(
         "{full} of {listed} channels populated (x{}) at {running} of the rated {rated} MT/s (x{}): {} of {} GB/s, {}% less",
         num(full as f64 / listed.max(1) as f64),
-        num(if rated > 0 { f64::from(running) / f64::from(rated) } else { 0.0 }),
-        num(actual_gb_s),
+        num(speed),
+        num(expected),
         num(ideal),
         num((100.0 * loss).round())
     );
     if unbalanced {
-        estimate += "; channels hold unequal memory, so part of it is reached through fewer channels";
+        estimate += "; channels hold unequal memory, so part of it is reached through fewer channels (x";
+        estimate += &num(channels);
+        estimate += " of the listed channels' bandwidth for a program that streams over all of it)";
     }
     if mixed && !unbalanced {
         estimate += "; mixed sizes or ranks";

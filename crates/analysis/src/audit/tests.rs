@@ -118,19 +118,26 @@ fn mixed_population_is_found_and_classed() {
     assert!(empty.why.contains("peaks at 75% of a full set"), "{}", empty.why);
 
     let (s0, s1) = (&r.sockets[0], &r.sockets[1]);
+    // Socket 0: 2400 of 2666 MT/s, and 32G of its 288G reached through 2 of 8
+    // channels (x0.75); socket 1: 2 of 8 channels empty (x0.75).
     assert_eq!(s0.class, PopulationClass::NotRecommended);
-    assert!((s0.expected_loss.unwrap() - (1.0 - 153.6 / 170.624)).abs() < 1e-9);
+    let loss = 1.0 - 0.75 * 2400.0 / 2666.0;
+    assert!((s0.expected_loss.unwrap() - loss).abs() < 1e-9, "{s0:?}");
     assert!(
         s0.estimate
             .contains("8 of 8 channels populated (x1) at 2400 of the rated 2666 MT/s (x0.9)"),
         "{}",
         s0.estimate
     );
-    assert!(s0.estimate.contains("unequal memory"));
+    assert!(s0.estimate.contains("unequal memory") && s0.estimate.contains("(x0.75 of the listed"));
     assert_eq!(
         (s1.class, s1.expected_loss),
-        (PopulationClass::Reduced, Some(0.25))
+        (PopulationClass::NotRecommended, Some(0.25))
     );
+    // One rule for every socket: the class follows from the loss alone.
+    for s in &r.sockets {
+        assert_eq!(s.class, class::class_of_loss(s.expected_loss.unwrap()), "{s:?}");
+    }
 }
 
 #[test]

@@ -128,6 +128,9 @@ pub struct AuditArgs {
     /// Read kernel settings (sys/kernel/numa_balancing) from this directory instead of /proc
     #[arg(long, value_name = "DIR", default_value = "/proc")]
     pub proc: PathBuf,
+    /// Also print the rule that gives each socket its class, and how the expected loss is estimated
+    #[arg(long)]
+    pub explain: bool,
 }
 
 fn parse_count(s: &str) -> Result<u32, String> {

@@ -18,6 +18,9 @@ struct AuditResult<'a> {
     #[serde(flatten)]
     report: &'a AuditReport,
     memory_devices: &'a memfabric_topo::MemoryDevices,
+    /// With --explain: the rule from expected loss to class, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    class_rule: Option<String>,
 }
 
 /// The kernel settings the audit judges, read under the given roots.
@@ -42,10 +45,18 @@ pub fn run(ctx: &Ctx, a: &AuditArgs) -> Result<Status> {
         let result = AuditResult {
             report: &report,
             memory_devices: &topo.memory_devices,
+            class_rule: a.explain.then(memfabric_analysis::audit::class::rule_text),
         };
         ctx.print_json("audit", live.then_some(&topo), &result)?;
     } else {
-        print_all(&render(&report))?;
+        let mut text = render(&report);
+        if a.explain {
+            text += &format!(
+                "\nHow a socket's class is given:\n{}\n",
+                memfabric_analysis::audit::class::rule_text()
+            );
+        }
+        print_all(&text)?;
     }
     Ok(Status::Ok)
 }

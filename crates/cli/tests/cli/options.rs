@@ -101,3 +101,31 @@ fn links_on_a_one_socket_machine_say_they_are_unused() {
     let note = "--links: this machine has one socket, so no path crosses a socket link";
     assert_eq!(err.contains(note), sockets == 1, "{sockets} socket(s): {err}");
 }
+
+#[test]
+fn audit_explain_prints_the_class_rule() {
+    let f = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");
+    let args = [
+        "audit".to_string(),
+        "--sysfs".into(),
+        format!("{f}/epyc7601-2s/sys"),
+        "--smbios".into(),
+        format!("{f}/smbios/ddr4-2s-mixed"),
+        "--explain".into(),
+    ];
+    let out = memfabric().args(&args).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains("Class by expected bandwidth loss: optimal up to 2%, reduced above that up to 15%, not recommended above 15%."),
+        "{text}"
+    );
+    let out = memfabric().arg("--json").args(&args).assert().success();
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert!(v["result"]["class_rule"]
+        .as_str()
+        .unwrap()
+        .starts_with("Class by expected bandwidth loss"));
+    let plain = memfabric().arg("--json").args(&args[..5]).assert().success();
+    let v: serde_json::Value = serde_json::from_slice(&plain.get_output().stdout).unwrap();
+    assert!(v["result"].get("class_rule").is_none(), "only with --explain");
+}

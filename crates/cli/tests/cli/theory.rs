@@ -167,7 +167,9 @@ fn audit_of_a_mixed_population() {
         .iter()
         .map(|s| s["class"].as_str().unwrap())
         .collect();
-    assert_eq!(classes, ["not-recommended", "reduced"]);
+    // One rule, loss to class: 32 % (unequal channels, slow DIMMs) and 25 % (two of
+    // eight channels empty) are both above the 15 % bound.
+    assert_eq!(classes, ["not-recommended", "not-recommended"]);
     assert_eq!(gb(&r["sockets"][1]["expected_loss"]), 0.25);
     let findings = r["findings"].as_array().unwrap();
     let title = |t: &str| {
