@@ -61,7 +61,7 @@ pub fn channel_share(levels: &BTreeMap<u64, Vec<String>>, listed: usize) -> f64 
     // previous tier's, on every channel that holds that much.
     let mut time = 0.0;
     let mut below = 0u64;
-    for (&cap, _) in levels {
+    for &cap in levels.keys() {
         let channels: usize = levels.range(cap..).map(|(_, c)| c.len()).sum();
         let bytes = (cap - below) as f64 * channels as f64;
         time += bytes / channels as f64;
