@@ -167,9 +167,62 @@ pub struct DramCounting {
     pub reason: String,
 }
 
-/// A monitor run keeps its traffic in its document; it has no figures to compare yet.
+impl MonitorMeasurement {
+    /// The places every interval reports: the system, each socket, each channel.
+    fn places(i: &MonitorInterval) -> impl Iterator<Item = (&'static str, &Traffic)> {
+        let system = std::iter::once(("system", &i.system));
+        system
+            .chain(i.sockets.iter().map(|t| ("socket", t)))
+            .chain(i.channels.iter().map(|t| ("channel", t)))
+    }
+
+    /// Per place, its GB/s in each interval, in order: the time series of a run.
+    pub fn series(&self, pick: impl Fn(&Traffic) -> Option<f64>) -> Vec<(String, Vec<(f64, f64)>)> {
+        let mut out: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+        for i in &self.intervals {
+            for (_, t) in Self::places(i) {
+                let Some(v) = pick(t) else { continue };
+                let end = i.start_s + i.duration_s;
+                match out.iter_mut().find(|(n, _)| *n == t.name) {
+                    Some((_, points)) => points.push((end, v)),
+                    None => out.push((t.name.clone(), vec![(end, v)])),
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Per place (the system, each socket, each channel) and direction, the GB/s of
+/// the run's intervals: median, range and spread, one sample per interval.
 impl crate::Figures for MonitorReport {
     fn figures(&self) -> Vec<crate::Figure> {
-        Vec::new()
+        let Outcome::Ok(m) = &self.outcome else {
+            return Vec::new();
+        };
+        let Some(first) = m.intervals.first() else {
+            return Vec::new();
+        };
+        let metrics: [(&str, fn(&Traffic) -> Option<f64>); 3] = [
+            ("read_gb_s", |t| t.read_gb_s),
+            ("write_gb_s", |t| t.write_gb_s),
+            ("total_gb_s", |t| Some(t.total_gb_s)),
+        ];
+        let mut out = Vec::new();
+        for (kind, place) in MonitorMeasurement::places(first) {
+            for (metric, pick) in metrics {
+                let values: Vec<f64> = m
+                    .intervals
+                    .iter()
+                    .filter_map(|i| MonitorMeasurement::places(i).find(|(_, t)| t.name == place.name))
+                    .filter_map(|(_, t)| pick(t))
+                    .collect();
+                if let Some(s) = crate::Summary::of(&values) {
+                    let dims = [(kind, place.name.clone())];
+                    out.push(crate::Figure::of("monitor", &dims, metric, &s));
+                }
+            }
+        }
+        out
     }
 }

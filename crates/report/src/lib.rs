@@ -12,6 +12,7 @@
 pub mod svg;
 
 mod gpu;
+mod monitor;
 mod sections;
 
 use memfabric_model::StoredDocument;

@@ -62,7 +62,7 @@ fn body(doc: &Document) -> String {
         Document::GpuLatency(r) => crate::gpu::latency(r),
         Document::GpuCopy(r) => crate::gpu::copy(r),
         Document::BandwidthDomains(_) => figures(doc, None),
-        Document::Monitor(r) => figures(doc, crate::gpu::reason(&r.outcome)),
+        Document::Monitor(r) => crate::monitor::monitor(r) + &figures(doc, None),
         Document::GpuInfo(r) => figures(doc, crate::gpu::reason(&r.outcome)),
         Document::GpuHostLatency(r) => figures(doc, crate::gpu::reason(&r.outcome)),
         Document::GpuLoadedLatency(r) => figures(doc, crate::gpu::reason(&r.outcome)),

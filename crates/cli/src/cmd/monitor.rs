@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use anyhow::{Context, Result};
 use memfabric_measure::plan::Machine;
 use memfabric_measure::{MonitorOptions, MonitorTraffic, Observer};
-use memfabric_model::{Failures, MonitorInterval, MonitorReport, Outcome, Traffic};
+use memfabric_model::{Failures, Figures, MonitorInterval, MonitorReport, Outcome, Traffic};
 use memfabric_topo::Roots;
 
 use crate::args::MonitorArgs;
@@ -92,7 +92,7 @@ pub fn run(ctx: &Ctx, a: &MonitorArgs) -> Result<Status> {
         command: "monitor",
         topo: live.then_some(&topo),
         result: &report,
-        figures: Vec::new(),
+        figures: report.figures(),
         summary: summary(&report),
         text: if ctx.json || a.csv {
             String::new()

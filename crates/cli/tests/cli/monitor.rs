@@ -215,3 +215,71 @@ fn text_has_interval_lines_then_totals() {
     assert!(text.contains("Command: true exited with status 0"), "{text}");
     assert!(text.contains("L3 domain 1"), "{text}");
 }
+
+/// A saved monitor run carries its figures, lists with a summary line, compares
+/// with another and opens in `report` as a time series.
+#[test]
+fn saved_monitor_runs_compare_and_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.sqlite");
+    let sys = format!("{}/sys", fixture("none"));
+    let res = format!("{}/resctrl", fixture("resctrl"));
+    for label in ["before", "after"] {
+        memfabric()
+            .arg("--db")
+            .arg(&db)
+            .args(["--label", label, "monitor", "--sysfs", &sys, "--resctrl", &res])
+            .args(["--interval", "100ms", "--duration", "300ms"])
+            .assert()
+            .success();
+    }
+    let json = |args: &[&str]| -> Value {
+        let out = memfabric()
+            .arg("--db")
+            .arg(&db)
+            .arg("--json")
+            .args(args)
+            .assert()
+            .success();
+        serde_json::from_slice(&out.get_output().stdout).unwrap()
+    };
+    let list = json(&["runs", "list"]);
+    for run in list["result"].as_array().unwrap() {
+        assert!(run["figures"].as_u64().unwrap() > 0, "{run}");
+        assert!(
+            run["summary"]
+                .as_str()
+                .unwrap()
+                .starts_with("monitor: resctrl-mbm "),
+            "{run}"
+        );
+    }
+    let c = json(&["compare", "1", "2"]);
+    let rows = c["result"]["rows"].as_array().unwrap();
+    let system = rows
+        .iter()
+        .find(|r| r["metric"] == "total_gb_s" && r["dims"]["system"] == "system")
+        .expect("the system's traffic in both runs");
+    assert_eq!(
+        (system["a"].as_f64(), system["b"].as_f64()),
+        (Some(0.0), Some(0.0))
+    );
+    assert!(
+        rows.iter().any(|r| r["dims"]["channel"] == "L3 domain 1"),
+        "every channel"
+    );
+    let html = dir.path().join("monitor.html");
+    memfabric()
+        .arg("--db")
+        .arg(&db)
+        .args(["report", "1", "--output"])
+        .arg(&html)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        html.contains("Memory traffic over time") && html.contains("<polyline"),
+        "the time series"
+    );
+    assert!(html.contains("Source: resctrl-mbm"));
+}
