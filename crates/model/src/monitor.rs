@@ -193,6 +193,9 @@ impl MonitorMeasurement {
     }
 }
 
+/// One direction's GB/s of a place, where its source counts it.
+type Pick = fn(&Traffic) -> Option<f64>;
+
 /// Per place (the system, each socket, each channel) and direction, the GB/s of
 /// the run's intervals: median, range and spread, one sample per interval.
 impl crate::Figures for MonitorReport {
@@ -203,7 +206,7 @@ impl crate::Figures for MonitorReport {
         let Some(first) = m.intervals.first() else {
             return Vec::new();
         };
-        let metrics: [(&str, fn(&Traffic) -> Option<f64>); 3] = [
+        let metrics: [(&str, Pick); 3] = [
             ("read_gb_s", |t| t.read_gb_s),
             ("write_gb_s", |t| t.write_gb_s),
             ("total_gb_s", |t| Some(t.total_gb_s)),
