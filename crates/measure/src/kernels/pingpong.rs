@@ -230,10 +230,13 @@ mod tests {
         std::thread::scope(|s| {
             let server = s.spawn(|| line.serve(C2cMode::Pingpong));
             while line.word.load(Ordering::SeqCst) != 1 {}
-            // As if the STOP landed just before the reply to handoff 2: the flag is
-            // set, the word holds the reply, and no handoff 4 ever comes.
-            line.stopped.store(true, Ordering::SeqCst);
+            // As if the STOP landed just before the reply to handoff 2 and the reply
+            // overwrote it: the word holds the reply, no handoff 4 ever comes, and
+            // only the flag says stop. (Setting the flag before the reply is seen
+            // races: the server may read the flag first and never reply.)
             line.word.store(2, Ordering::SeqCst);
+            while line.word.load(Ordering::SeqCst) != 3 {}
+            line.stopped.store(true, Ordering::SeqCst);
             server.join().unwrap();
         });
         assert_eq!(line.word.load(Ordering::SeqCst), 3, "the reply was made");
