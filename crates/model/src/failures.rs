@@ -33,28 +33,18 @@ fn failed<T>(cell: impl FnOnce() -> String, o: &Outcome<T>) -> Option<Failure> {
 
 impl Failures for LatencyReport {
     fn failures(&self) -> Vec<Failure> {
-        let cell = |c: &crate::LatencyCell| format!("cpu {} -> node {}", c.cpu, c.mem_node);
         self.cells
             .iter()
-            .filter_map(|c| failed(|| cell(c), &c.outcome))
+            .filter_map(|c| failed(|| c.label(), &c.outcome))
             .collect()
     }
 }
 
 impl Failures for BandwidthReport {
     fn failures(&self) -> Vec<Failure> {
-        let cell = |c: &crate::BandwidthCell| {
-            format!(
-                "{} node {} -> node {}, {} threads",
-                c.mix,
-                c.cpu_node,
-                c.mem_node,
-                c.cpus.len()
-            )
-        };
         self.cells
             .iter()
-            .filter_map(|c| failed(|| cell(c), &c.outcome))
+            .filter_map(|c| failed(|| c.label(), &c.outcome))
             .collect()
     }
 }

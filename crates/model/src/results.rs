@@ -150,6 +150,13 @@ pub struct LatencyCell {
     pub outcome: Outcome<LatencyMeasurement>,
 }
 
+impl LatencyCell {
+    /// How text names the cell: "cpu 2 -> node 1".
+    pub fn label(&self) -> String {
+        format!("cpu {} -> node {}", self.cpu, self.mem_node)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyMeasurement {
     pub latency_ns: Summary,
@@ -241,6 +248,19 @@ pub struct BandwidthCell {
     /// The median's share of the path's theoretical peak, where one is known.
     #[serde(default)]
     pub efficiency: Option<crate::theory::Efficiency>,
+}
+
+impl BandwidthCell {
+    /// How text names the cell: "copy node 0 -> node 1, 4 threads".
+    pub fn label(&self) -> String {
+        format!(
+            "{} node {} -> node {}, {} threads",
+            self.mix,
+            self.cpu_node,
+            self.mem_node,
+            self.cpus.len()
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,7 +8,7 @@ use memfabric_measure::monitor::DramSource;
 use memfabric_measure::plan::{BandwidthOptions, DomainOptions};
 use memfabric_measure::Request;
 use memfabric_model::{
-    format_size, BandwidthCell, BandwidthReport, DomainScalingReport, DramCounting, DramTraffic, MixInfo,
+    format_size, BandwidthReport, DomainScalingReport, DramCounting, DramTraffic, MixInfo,
 };
 use memfabric_topo::Topology;
 
@@ -97,16 +97,6 @@ fn dram_source(a: &DramArgs) -> DramSource {
     }
 }
 
-fn cell_label(c: &BandwidthCell) -> String {
-    format!(
-        "{} node {} -> node {}, {} threads",
-        c.mix,
-        c.cpu_node,
-        c.mem_node,
-        c.cpus.len()
-    )
-}
-
 fn title(r: &BandwidthReport) -> String {
     format!(
         "Bandwidth, median GB/s (10^9 B/s of bytes read + written; {} kernel, {} per array per thread, huge pages: {})",
@@ -139,17 +129,17 @@ pub fn render(r: &BandwidthReport) -> String {
     out += &super::efficiency::render(r);
     out += &super::efficiency::unknown(r.peak_unknown.as_deref());
     out += &super::firmware::render(r.firmware.as_ref());
-    out += &common::problems(r.cells.iter().map(|c| (cell_label(c), &c.outcome)));
+    out += &common::problems(r.cells.iter().map(|c| (c.label(), &c.outcome)));
     out += &common::noise_notes(
         r.cells
             .iter()
-            .map(|c| (cell_label(c), c.outcome.ok().and_then(|m| m.noise.as_ref()))),
+            .map(|c| (c.label(), c.outcome.ok().and_then(|m| m.noise.as_ref()))),
     );
     out += &render_dram(
         &r.dram_counting,
         r.cells
             .iter()
-            .map(|c| (cell_label(c), c.outcome.ok().and_then(|m| m.dram.as_ref()))),
+            .map(|c| (c.label(), c.outcome.ok().and_then(|m| m.dram.as_ref()))),
     );
     out += &byte_counting(&r.mixes);
     out
@@ -271,7 +261,7 @@ fn render_dram<'a>(
 mod tests {
     use super::*;
     use memfabric_model::{
-        BandwidthMeasurement, DomainBandwidth, HugePages, Mix, Outcome, Placement, Summary,
+        BandwidthCell, BandwidthMeasurement, DomainBandwidth, HugePages, Mix, Outcome, Placement, Summary,
     };
     use std::path::Path;
 

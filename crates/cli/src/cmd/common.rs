@@ -150,3 +150,20 @@ pub fn json_name<T: serde::Serialize>(v: &T) -> String {
         _ => String::new(),
     }
 }
+
+/// Run `id` of the database memfabric 0.4.0 wrote (tests/fixtures/store), read from
+/// a copy: opening a store may write to it.
+#[cfg(test)]
+pub fn stored_v040(id: i64) -> memfabric_model::Document {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.sqlite");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/store/runs-v0.4.0.sqlite"
+    );
+    std::fs::copy(fixture, &db).unwrap();
+    let store = memfabric_store::Store::open(&db).unwrap();
+    memfabric_model::StoredDocument::parse(&store.document(id).unwrap())
+        .unwrap()
+        .document
+}

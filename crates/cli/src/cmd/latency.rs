@@ -82,7 +82,7 @@ pub fn render(r: &LatencyReport) -> String {
     out += "\n";
     out += &t.render();
     out += &tiers(r);
-    let label = |c: &memfabric_model::LatencyCell| format!("cpu {} -> node {}", c.cpu, c.mem_node);
+    let label = memfabric_model::LatencyCell::label;
     out += &common::problems(r.cells.iter().map(|c| (label(c), &c.outcome)));
     out += &common::noise_notes(
         r.cells

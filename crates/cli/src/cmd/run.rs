@@ -225,19 +225,9 @@ mod tests {
         }
     }
 
-    /// A run document written by memfabric 0.4.0 on the development machine (a copy
-    /// of the fixture is opened: opening a store may write to it).
+    /// The run document memfabric 0.4.0 wrote on the development machine.
     fn stored_run() -> RunReport {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("runs.sqlite");
-        let fixture = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/fixtures/store/runs-v0.4.0.sqlite"
-        );
-        std::fs::copy(fixture, &db).unwrap();
-        let store = memfabric_store::Store::open(&db).unwrap();
-        let doc = memfabric_model::StoredDocument::parse(&store.document(1).unwrap()).unwrap();
-        match doc.document {
+        match common::stored_v040(1) {
             Document::Run(r) => *r,
             other => panic!("run 1 is a {} document", other.command()),
         }

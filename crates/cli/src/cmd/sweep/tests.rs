@@ -160,20 +160,9 @@ fn latency_alone_names_levels_by_its_own_curve() {
     assert!(row.ends_with("L2 Unified"), "{row}");
 }
 
-/// The run memfabric 0.4.0 saved of `sweep` (a copy: opening a store may write).
+/// The run memfabric 0.4.0 saved of `sweep`.
 fn stored_sweep() -> SweepReport {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("runs.sqlite");
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/fixtures/store/runs-v0.4.0.sqlite"
-    );
-    std::fs::copy(fixture, &db).unwrap();
-    let store = memfabric_store::Store::open(&db).unwrap();
-    match memfabric_model::StoredDocument::parse(&store.document(8).unwrap())
-        .unwrap()
-        .document
-    {
+    match common::stored_v040(8) {
         memfabric_model::Document::Sweep(r) => r,
         other => panic!("run 8 is a {} document", other.command()),
     }
