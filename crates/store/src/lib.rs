@@ -125,9 +125,21 @@ impl Store {
             path: path.to_path_buf(),
             busy,
         };
-        store.configure()?;
-        migrate::migrate(&mut store.conn).map_err(|e| store.error(e))?;
-        Ok(store)
+        // Two processes opening a new database at once: switching it to WAL can
+        // answer "busy" at once, without waiting in SQLite's busy handler, while
+        // the other process switches it. Try again until the busy timeout.
+        let started = std::time::Instant::now();
+        loop {
+            match store
+                .configure()
+                .and_then(|()| migrate::migrate(&mut store.conn).map_err(|e| store.error(e)))
+            {
+                Err(StoreError::Locked { .. }) if started.elapsed() < busy => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                done => return done.map(|()| store),
+            }
+        }
     }
 
     pub fn path(&self) -> &Path {

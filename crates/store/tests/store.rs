@@ -203,3 +203,29 @@ fn killed_writers_leave_only_whole_runs() {
         assert!(store.document(r.id).unwrap().ends_with("\"}"));
     }
 }
+
+/// Processes that open a database that does not exist yet at the same moment (two
+/// `--save`s started together) all get it: switching a new file to WAL can answer
+/// "busy" without waiting, and opening tries again until the busy timeout.
+#[test]
+fn opening_a_new_database_from_several_threads_at_once_succeeds() {
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = db(&dir);
+        let start = std::sync::Barrier::new(4);
+        std::thread::scope(|s| {
+            let opens: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        Store::open(&path).map(|_| ())
+                    })
+                })
+                .collect();
+            for o in opens {
+                let r = o.join().unwrap();
+                assert!(r.is_ok(), "round {round}: {r:?}");
+            }
+        });
+    }
+}
