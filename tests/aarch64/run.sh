@@ -77,7 +77,7 @@ cargo test --target "$TRIPLE" -p memfabric-measure -p memfabric-analysis -p memf
     | tee "$TEST_LOG" || die "unit tests failed under qemu-user (log: $TEST_LOG)"
 read -r PASSED IGNORED < <(awk '/^test result: ok\./ {p += $4; i += $8} END {print p + 0, i + 0}' "$TEST_LOG")
 SUITES=$(grep -c '^test result: ok\.' "$TEST_LOG" || true)
-[[ $SUITES == 4 ]] || die "expected 4 unit-test suites, saw $SUITES (log: $TEST_LOG)"
+[[ $SUITES == 5 ]] || die "expected 5 unit-test suites, saw $SUITES (log: $TEST_LOG)"
 ((PASSED > 0)) || die "no unit test ran (log: $TEST_LOG)"
 T_TEST=$((SECONDS - t))
 
