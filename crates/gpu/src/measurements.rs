@@ -366,10 +366,7 @@ impl Measurement for LoadedLatency {
         positive("--samples", o.options.options.samples)?;
         let mut r = Resolved::new(m, o)?;
         let a = &mut r.placed.options;
-        a.chase_bytes = Some(
-            a.chase_bytes
-                .unwrap_or(m.topo.total_llc_bytes().saturating_mul(4).max(256 << 20)),
-        );
+        a.chase_bytes = Some(a.chase_bytes.unwrap_or_else(|| m.default_bytes()));
         Ok(r)
     }
 

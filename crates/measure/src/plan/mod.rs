@@ -267,7 +267,8 @@ impl Machine<'_> {
         Ok((pairs, mem_nodes))
     }
 
-    pub(crate) fn default_bytes(&self) -> u64 {
+    /// A buffer past the caches: four times the last-level caches, at least 256 MiB.
+    pub fn default_bytes(&self) -> u64 {
         self.topo
             .total_llc_bytes()
             .saturating_mul(4)
