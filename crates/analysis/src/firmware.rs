@@ -299,6 +299,7 @@ mod tests {
                     thread_affinity: vec![c],
                     verified: true,
                     method: "test".into(),
+                    interleave: None,
                 },
                 noise: None,
             }),
@@ -314,6 +315,7 @@ mod tests {
             mem_nodes: Vec::new(),
             cells: cells.iter().map(cell).collect(),
             firmware: None,
+            interleave: None,
         }
     }
 

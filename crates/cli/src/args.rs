@@ -9,11 +9,13 @@ use memfabric_model::{HugePages, Mix, Pattern};
 
 mod gpu;
 mod history;
+mod interleave;
 mod monitor;
 mod pairs;
 mod theory;
 pub use gpu::{directions, GpuArgs, GpuBandwidthArgs, GpuCommand, GpuCopyArgs, GPU_HELP};
 pub use history::{CompareArgs, ExportFormat, ReportArgs, RunRef, RunsAction, RunsArgs};
+pub use interleave::InterleaveArgs;
 pub use monitor::{DramArg, DramArgs, MonitorArgs, MONITOR_HELP};
 pub use pairs::{C2cArgs, C2cModeArg, SweepArgs, SweepThreadsArg, SweepWhat, C2C_HELP, SWEEP_HELP};
 pub use theory::{AuditArgs, MachineSource, TheoryArgs};
@@ -189,6 +191,8 @@ pub struct Selection {
     /// Memory nodes to measure (default: the CPU node's own, or all with --matrix)
     #[arg(long, value_name = "LIST", value_parser = parse_list)]
     pub mem_nodes: Option<IdList>,
+    #[command(flatten)]
+    pub spread: InterleaveArgs,
 }
 
 #[derive(Debug, Args)]
@@ -285,6 +289,8 @@ pub struct StreamArgs {
     /// The one memory node for all arrays (default: each thread's part on its own node)
     #[arg(long, value_name = "NODE", value_parser = parse_list)]
     pub mem_nodes: Option<IdList>,
+    #[command(flatten)]
+    pub spread: InterleaveArgs,
     /// Threads, on the selected nodes' CPUs in order (default: every allowed CPU)
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,

@@ -124,6 +124,7 @@ pub fn merge(a: &Placement, b: &Placement) -> Placement {
         } else {
             format!("{}; {}", a.method, b.method)
         },
+        interleave: None,
     }
 }
 

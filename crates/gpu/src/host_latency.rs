@@ -2,7 +2,7 @@
 //! mapped into the GPU (zero-copy), placed on each NUMA node in turn.
 
 use memfabric_measure::observer::{interrupted, Observer};
-use memfabric_measure::placement::allocate_verified;
+use memfabric_measure::placement::{allocate_verified, Target};
 use memfabric_measure::sys::current_affinity;
 use memfabric_model::{GpuHostLatencyCell, GpuHostLatencyMeasurement, HugePages, Outcome, Summary};
 
@@ -99,7 +99,12 @@ fn node_cell(
     out: &DeviceMem,
 ) -> Result<GpuHostLatencyMeasurement, String> {
     let affinity = current_affinity().unwrap_or_default();
-    let (mut buf, placement) = allocate_verified(plan.size_bytes as usize, node, HugePages::Off, affinity)?;
+    let (mut buf, placement) = allocate_verified(
+        plan.size_bytes as usize,
+        &Target::Node(node),
+        HugePages::Off,
+        affinity,
+    )?;
     let (words, start) = chase_words(plan.size_bytes, plan.stride_bytes, plan.seed);
     write_words(buf.as_mut_slice(), &words);
     let mapped = Registered::new(&gpu.device, buf.as_mut_slice()).map_err(|e| e.to_string())?;

@@ -5,7 +5,7 @@
 use memfabric_measure::kernels::flush::{flush_lines, walk, CAN_FLUSH};
 use memfabric_measure::observer::{interrupted, Observer};
 use memfabric_measure::order::{sattolo, Rng};
-use memfabric_measure::placement::{allocate_verified, pin};
+use memfabric_measure::placement::{self, allocate_verified, pin};
 use memfabric_model::{GpuInjection, GpuInjectionCase, HugePages, InjectionCase, Outcome, Summary};
 
 use crate::sys::{timed, Device, DeviceMem, GpuError, Mapped, Op, Registered, Stream};
@@ -65,9 +65,14 @@ fn on_cpu(
 ) -> Result<Outcome<GpuInjection>, GpuError> {
     dev.bind()?;
     let bytes = lines * LINE;
-    let placed = pin(plan.cpu)
-        .map_err(|e| e.to_string())
-        .and_then(|affinity| allocate_verified(bytes, plan.node, HugePages::Off, affinity));
+    let placed = pin(plan.cpu).map_err(|e| e.to_string()).and_then(|affinity| {
+        allocate_verified(
+            bytes,
+            &placement::Target::Node(plan.node),
+            HugePages::Off,
+            affinity,
+        )
+    });
     let (mut buf, _) = match placed {
         Ok(p) => p,
         Err(reason) => return Ok(Outcome::Failed { reason }),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use memfabric_measure::latency::{prepare_chase, ChaseShape, ReadyChase};
 use memfabric_measure::observer::{interrupted, Observer};
-use memfabric_measure::placement::{allocate_verified, pin};
+use memfabric_measure::placement::{allocate_verified, pin, Target};
 use memfabric_measure::sys::{current_affinity, Buffer};
 use memfabric_model::{CopyDirection, GpuLoadedPoint, HugePages, Outcome};
 
@@ -67,7 +67,7 @@ fn on_cpu(
     // Read before prepare_chase pins this thread: the CPUs the feeder may use.
     let allowed = current_affinity().unwrap_or_default();
     let feeder = feeder_cpu(&allowed, plan.cpu, &plan.cpu_siblings);
-    let ready = match prepare_chase(plan.cpu, plan.node, &plan.chase, obs) {
+    let ready = match prepare_chase(plan.cpu, &Target::Node(plan.node), &plan.chase, obs) {
         Ok(r) => r,
         Err(e) => return Ok(e.outcome()),
     };
@@ -113,7 +113,7 @@ fn dma_buffers(plan: &GpuLoadedPlan, count: usize) -> Result<Vec<Buffer>, String
         .map(|_| {
             allocate_verified(
                 plan.copy_bytes as usize,
-                plan.node,
+                &Target::Node(plan.node),
                 HugePages::Off,
                 vec![plan.cpu],
             )

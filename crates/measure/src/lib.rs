@@ -5,6 +5,7 @@
 
 pub mod efficiency;
 pub mod env;
+pub mod interleave;
 #[allow(unsafe_code)]
 pub mod kernels;
 pub mod measurement;

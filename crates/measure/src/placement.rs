@@ -1,7 +1,7 @@
-//! Memory bound to a node, first-touched by the measuring thread, then checked page by
-//! page: placement is verified, never assumed.
+//! Memory bound to a node or interleaved over several, first-touched by the measuring
+//! thread, then checked page by page: placement is verified, never assumed.
 
-use memfabric_model::{HugePages, NodePages, Placement};
+use memfabric_model::{HugePages, Interleave, NodePages, Placement};
 use thiserror::Error;
 
 use crate::sys::{self, Buffer, MapError};
@@ -17,6 +17,31 @@ pub enum PlaceError {
     Pin { cpu: u32, source: std::io::Error },
     #[error("the measuring thread asked for CPU {cpu} but its affinity reads back as {got:?}")]
     Affinity { cpu: u32, got: Vec<u32> },
+}
+
+/// Where a buffer's pages are to go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Node(u32),
+    Interleave(Interleave),
+}
+
+impl Target {
+    /// The node a single-node target names, or an interleave set's first node.
+    pub fn first_node(&self) -> u32 {
+        match self {
+            Target::Node(n) => *n,
+            Target::Interleave(i) => i.nodes[0],
+        }
+    }
+
+    /// "node 1" or "interleave 0,1".
+    pub fn label(&self) -> String {
+        match self {
+            Target::Node(n) => format!("node {n}"),
+            Target::Interleave(i) => format!("interleave {}", i.label()),
+        }
+    }
 }
 
 /// Pins the calling thread to `cpu` and checks that it stuck. Returns the mask read back.
@@ -63,6 +88,7 @@ fn verify(buf: &Buffer, node: u32, bound: bool, affinity: Vec<u32>) -> Placement
         thread_affinity: affinity,
         verified: false,
         method: String::new(),
+        interleave: None,
     };
     match sys::page_nodes(&pages) {
         Ok(status) => {
@@ -81,7 +107,7 @@ fn verify(buf: &Buffer, node: u32, bound: bool, affinity: Vec<u32>) -> Placement
     placement
 }
 
-fn tally(placement: &mut Placement, status: &[i32]) {
+pub(crate) fn tally(placement: &mut Placement, status: &[i32]) {
     let node = placement.requested_node as i32;
     for &s in status {
         if s == node {
@@ -96,23 +122,38 @@ fn tally(placement: &mut Placement, status: &[i32]) {
     placement.verified = !status.is_empty() && placement.pages_on_node == status.len() as u64;
 }
 
-/// As [`allocate_on_node`], with a placement that cannot be verified an error too:
-/// the buffer is usable only where its pages are where they were asked to be.
+/// Maps and first-touches a buffer for `target`, with a placement that cannot be
+/// verified an error: the buffer is usable only where its pages are where they were
+/// asked to be (for an interleave, in the shares asked for).
 pub fn allocate_verified(
     size_bytes: usize,
-    node: u32,
+    target: &Target,
     huge: HugePages,
     affinity: Vec<u32>,
 ) -> Result<(Buffer, Placement), String> {
-    let (buf, placement) = allocate_on_node(size_bytes, node, huge, affinity).map_err(|e| e.to_string())?;
+    let (buf, placement) = match target {
+        Target::Node(node) => allocate_on_node(size_bytes, *node, huge, affinity),
+        Target::Interleave(spec) => crate::interleave::allocate(size_bytes, spec, huge, affinity),
+    }
+    .map_err(|e| e.to_string())?;
     if !placement.verified {
-        return Err(describe_mismatch(&placement));
+        return Err(match &placement.interleave {
+            Some(shares) if placement.pages_elsewhere.is_empty() => shares.describe_miss(),
+            _ => describe_mismatch(&placement),
+        });
     }
     Ok((buf, placement))
 }
 
 /// One line saying where pages went, for an error message.
 pub fn describe_mismatch(p: &Placement) -> String {
+    let asked = match &p.interleave {
+        Some(i) => format!(
+            "interleave over nodes {}",
+            i.nodes.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+        ),
+        None => format!("node {}", p.requested_node),
+    };
     let elsewhere: Vec<String> = p
         .pages_elsewhere
         .iter()
@@ -122,11 +163,14 @@ pub fn describe_mismatch(p: &Placement) -> String {
         })
         .collect();
     format!(
-        "placement check failed for node {}: of {} sampled pages {} were on node {}, {}{}",
-        p.requested_node,
+        "placement check failed for {asked}: of {} sampled pages {} were on {}, {}{}",
         p.pages_sampled,
         p.pages_on_node,
-        p.requested_node,
+        if p.interleave.is_some() {
+            "those nodes".to_string()
+        } else {
+            format!("node {}", p.requested_node)
+        },
         if elsewhere.is_empty() {
             "none elsewhere".into()
         } else {
@@ -155,6 +199,7 @@ mod tests {
             thread_affinity: vec![0],
             verified: false,
             method: String::new(),
+            interleave: None,
         }
     }
 

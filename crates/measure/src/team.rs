@@ -10,7 +10,7 @@ use memfabric_model::{HugePages, Placement};
 
 use crate::kernels::ARRAY_ALIGN;
 use crate::observer::Observer;
-use crate::placement::{allocate_verified, pin};
+use crate::placement::{allocate_verified, pin, Target};
 use crate::sys::Buffer;
 
 /// One member: the CPU it is pinned to and the node its arrays live on.
@@ -41,12 +41,23 @@ fn stride_elements(elements: usize) -> usize {
 const PAGE_ELEMENTS: usize = 4096 / 8;
 
 impl Arrays {
-    /// Pins to the member's CPU and maps its arrays; a placement that cannot be
-    /// verified is an error.
+    /// Pins to the member's CPU and maps its arrays on the member's node; a placement
+    /// that cannot be verified is an error.
     pub fn new(m: Member, count: usize, elements: usize, huge: HugePages) -> Result<Arrays, String> {
-        let affinity = pin(m.cpu).map_err(|e| e.to_string())?;
+        Arrays::placed(m.cpu, &Target::Node(m.mem_node), count, elements, huge)
+    }
+
+    /// As [`Arrays::new`], with the memory at `target` (a node or an interleave).
+    pub fn placed(
+        cpu: u32,
+        target: &Target,
+        count: usize,
+        elements: usize,
+        huge: HugePages,
+    ) -> Result<Arrays, String> {
+        let affinity = pin(cpu).map_err(|e| e.to_string())?;
         let bytes = count * stride_elements(elements) * 8;
-        let (buf, placement) = allocate_verified(bytes, m.mem_node, huge, affinity)?;
+        let (buf, placement) = allocate_verified(bytes, target, huge, affinity)?;
         Ok(Arrays {
             buf,
             elements,

@@ -182,6 +182,7 @@ mod tests {
                 ),
             ],
             firmware: None,
+            interleave: None,
         };
         assert_eq!(
             r.failures(),

@@ -11,6 +11,7 @@ pub mod failures;
 pub mod figures;
 pub mod gpu;
 mod gpu_figures;
+pub mod interleave;
 pub mod mix;
 pub mod monitor;
 pub mod results;
@@ -26,6 +27,7 @@ pub use document::{Document, DocumentError, StoredDocument};
 pub use failures::{Failure, Failures};
 pub use figures::{Figure, Figures};
 pub use gpu::*;
+pub use interleave::{Interleave, InterleaveShares};
 pub use mix::{Mix, UnknownMix};
 pub use monitor::{
     CommandRun, DramCounting, DramTraffic, MonitorInterval, MonitorMeasurement, MonitorReport, SourceStatus,

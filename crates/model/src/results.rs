@@ -87,6 +87,10 @@ pub struct Placement {
     pub verified: bool,
     /// How verification was done, or why it could not be.
     pub method: String,
+    /// Interleaved memory (`--interleave`): `requested_node` is the set's first node,
+    /// `pages_on_node` counts pages on any node of the set, and this holds the shares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleave: Option<crate::InterleaveShares>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,6 +144,10 @@ pub struct LatencyReport {
     /// firmware publishes nothing for these cells.
     #[serde(default)]
     pub firmware: Option<crate::theory::FirmwareComparison>,
+    /// `--interleave`: every cell's memory was spread over these nodes (its placement
+    /// holds the shares found), and `mem_nodes` / `mem_node` name the set's first node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleave: Option<crate::Interleave>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -209,6 +217,10 @@ pub struct BandwidthReport {
     /// DIMM speed not readable without root...); absent when shares are given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_unknown: Option<String>,
+    /// `--interleave`: every cell's memory was spread over these nodes (its placement
+    /// holds the shares found), and `mem_nodes` / `mem_node` name the set's first node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleave: Option<crate::Interleave>,
 }
 
 /// One access mix and how its bytes are counted.
@@ -341,6 +353,10 @@ pub struct StreamReport {
     /// DIMM speed not readable without root...); absent when shares are given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_unknown: Option<String>,
+    /// `--interleave`: every thread's part of the arrays was spread over these nodes
+    /// (each placement holds the shares found); `mem_nodes` hold the set's first node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleave: Option<crate::Interleave>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

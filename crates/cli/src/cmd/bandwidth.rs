@@ -51,7 +51,7 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<Bandwidt
             links: super::efficiency::links(a)?,
             dram: dram_source(&a.dram),
         },
-        selection: common::selection(&a.select, None),
+        selection: common::selection(&a.select, None)?,
         cv_threshold_pct: a.common.cv_threshold,
         memory_peak: super::efficiency::given_peak(&a.peak, topo)?,
     };
@@ -78,7 +78,7 @@ fn measure_domains(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<Doma
     };
     let request = Request {
         options: (options, dram_source(&a.dram)),
-        selection: common::selection(&a.select, None),
+        selection: common::selection(&a.select, None)?,
         cv_threshold_pct: a.common.cv_threshold,
         memory_peak: super::efficiency::given_peak(&a.peak, topo)?,
     };
@@ -99,10 +99,11 @@ fn dram_source(a: &DramArgs) -> DramSource {
 
 fn title(r: &BandwidthReport) -> String {
     format!(
-        "Bandwidth, median GB/s (10^9 B/s of bytes read + written; {} kernel, {} per array per thread, huge pages: {})",
+        "Bandwidth, median GB/s (10^9 B/s of bytes read + written; {} kernel, {} per array per thread, huge pages: {}{})",
         r.kernel,
         format_size(r.array_bytes_per_thread),
-        common::json_name(&r.huge_pages)
+        common::json_name(&r.huge_pages),
+        common::interleave_title(r.interleave.as_ref())
     )
 }
 
@@ -276,6 +277,7 @@ mod tests {
             thread_affinity: vec![cpu],
             verified: true,
             method: "test".into(),
+            interleave: None,
         }
     }
 
@@ -327,6 +329,7 @@ mod tests {
             firmware: None,
             dram_counting: Default::default(),
             peak_unknown: None,
+            interleave: None,
         };
         insta::assert_snapshot!(render(&r));
     }
@@ -388,6 +391,7 @@ mod tests {
                 reason: "intel-imc: the first available".into(),
             },
             peak_unknown: None,
+            interleave: None,
         };
         let counted = render(&r);
         assert!(counted.contains("2.02"), "copy's read ratio: {counted}");
@@ -431,6 +435,7 @@ mod tests {
             firmware: None,
             dram_counting: Default::default(),
             peak_unknown: None,
+            interleave: None,
         };
         insta::assert_snapshot!(render(&r));
     }

@@ -197,6 +197,7 @@ mod tests {
             thread_affinity: vec![cpu],
             verified: true,
             method: "mbind(MPOL_BIND) before first touch; move_pages query of 1 of 1 pages".into(),
+            interleave: None,
         }
     }
 

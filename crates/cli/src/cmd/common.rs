@@ -72,13 +72,64 @@ pub fn noise_notes<'a>(flagged: impl Iterator<Item = (String, Option<&'a Noise>)
     out
 }
 
-pub fn selection(s: &args::Selection, cpu: Option<u32>) -> plan::Selection {
-    plan::Selection {
+pub fn selection(s: &args::Selection, cpu: Option<u32>) -> Result<plan::Selection> {
+    Ok(plan::Selection {
         cpu_nodes: s.cpu_nodes.as_ref().map(|l| l.0.clone()),
         mem_nodes: s.mem_nodes.as_ref().map(|l| l.0.clone()),
         cpu,
         matrix: s.matrix,
+        interleave: interleave(&s.spread)?,
+    })
+}
+
+/// `--interleave NODES|all` and its weights, read into what the plan resolves; a list
+/// that does not read is a usage error in one line.
+pub fn interleave(a: &args::InterleaveArgs) -> Result<Option<plan::InterleaveAsk>> {
+    let Some(text) = a.interleave.as_deref().map(str::trim) else {
+        return Ok(None);
+    };
+    let nodes = match text {
+        "all" => None,
+        "" => return Err(Usage("--interleave needs at least one node, or all".into()).into()),
+        list => Some(ordered_nodes(list).ok_or_else(|| {
+            Usage(format!(
+                "--interleave {list}: not a node list (give nodes like 0,1 or 0-3, or all)"
+            ))
+        })?),
+    };
+    let weights = match a.interleave_weights.as_deref() {
+        None => None,
+        Some(w) => Some(
+            w.split(',')
+                .map(|x| x.trim().parse::<u32>())
+                .collect::<Result<Vec<u32>, _>>()
+                .map_err(|_| {
+                    Usage(format!(
+                        "--interleave-weights {w}: give whole numbers, one per node, like 3,1"
+                    ))
+                })?,
+        ),
+    };
+    Ok(Some(plan::InterleaveAsk { nodes, weights }))
+}
+
+/// A node list in the order given, repeats kept (the plan refuses them by name):
+/// weights pair with nodes by position, so "1,0" must not become "0,1".
+fn ordered_nodes(list: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        match item.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?);
+                if a > b {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(item.parse().ok()?),
+        }
     }
+    Some(out)
 }
 
 pub fn usage(e: PlanError) -> anyhow::Error {
@@ -132,15 +183,55 @@ pub fn summary_cells(s: &Summary, decimals: usize) -> Vec<String> {
     ]
 }
 
-/// "verified 4096/4096" or "NOT verified".
+/// "verified 4096/4096" or "NOT verified"; interleaved, with the share found on each
+/// node ("verified 512/512 pages, 50.0/50.0 %").
 pub fn placement_text(p: &[&Placement]) -> String {
     let sampled: u64 = p.iter().map(|p| p.pages_sampled).sum();
     let on: u64 = p.iter().map(|p| p.pages_on_node).sum();
+    let shares = interleave_shares(p).map_or(String::new(), |s| format!(", {s}"));
     if p.iter().all(|p| p.verified) {
-        format!("verified {on}/{sampled} pages")
+        format!("verified {on}/{sampled} pages{shares}")
     } else {
-        format!("NOT verified {on}/{sampled} pages")
+        format!("NOT verified {on}/{sampled} pages{shares}")
     }
+}
+
+/// The share of the pages found on each node of an interleave, all buffers together.
+fn interleave_shares(p: &[&Placement]) -> Option<String> {
+    let first = p.first()?.interleave.as_ref()?;
+    let mut pages = vec![0u64; first.nodes.len()];
+    for s in p.iter().filter_map(|p| p.interleave.as_ref()) {
+        for (total, n) in pages.iter_mut().zip(&s.pages_per_node) {
+            *total += n;
+        }
+    }
+    let all: u64 = p.iter().map(|p| p.pages_sampled).sum::<u64>().max(1);
+    let pct: Vec<String> = pages
+        .iter()
+        .map(|&n| format!("{:.1}", 100.0 * n as f64 / all as f64))
+        .collect();
+    Some(format!(
+        "{} % on nodes {}",
+        pct.join("/"),
+        first
+            .nodes
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join("/")
+    ))
+}
+
+/// "; memory interleaved over nodes 0,1 (column 0 is the set)" for a title, or nothing.
+pub fn interleave_title(i: Option<&memfabric_model::Interleave>) -> String {
+    i.map_or(String::new(), |i| {
+        let how = if i.is_even() { "page by page" } else { "by weight" };
+        format!(
+            "; memory interleaved {how} over nodes {} (memory column {} stands for the set)",
+            i.label(),
+            i.nodes[0]
+        )
+    })
 }
 
 /// The name a value has in JSON (e.g. "page-random", "2M"), for titles.

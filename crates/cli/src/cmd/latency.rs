@@ -34,7 +34,7 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &LatencyArgs) -> Result<LatencyRep
     };
     let request = Request {
         options,
-        selection: common::selection(&a.select, a.cpu),
+        selection: common::selection(&a.select, a.cpu)?,
         cv_threshold_pct: a.common.cv_threshold,
         memory_peak: None,
     };
@@ -46,11 +46,12 @@ pub fn render(r: &LatencyReport) -> String {
         .window_bytes
         .map_or(String::new(), |w| format!(" in {} windows", format_size(w)));
     let title = format!(
-        "Idle latency, median ns per load ({}{window} chase over {}, {}-byte stride, huge pages: {})",
+        "Idle latency, median ns per load ({}{window} chase over {}, {}-byte stride, huge pages: {}{})",
         common::json_name(&r.pattern),
         format_size(r.size_bytes),
         r.stride_bytes,
         common::json_name(&r.huge_pages),
+        common::interleave_title(r.interleave.as_ref()),
     );
     let cell = |c: u32, m: u32| {
         r.cells
@@ -151,6 +152,7 @@ mod tests {
                             thread_affinity: vec![2 * c],
                             verified: true,
                             method: "test".into(),
+                            interleave: None,
                         },
                         noise: None,
                     }),
@@ -168,6 +170,7 @@ mod tests {
             mem_nodes: vec![0, 1, 2],
             cells,
             firmware: None,
+            interleave: None,
         };
         insta::assert_snapshot!(render(&r));
     }

@@ -197,6 +197,7 @@ mod tests {
                 thread_affinity: vec![0],
                 verified: true,
                 method: "test".into(),
+                interleave: None,
             },
             noise: None,
         })

@@ -24,6 +24,7 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &StreamArgs) -> Result<StreamRepor
         mem_nodes: a.mem_nodes.as_ref().map(|l| l.0.clone()),
         cpu: None,
         matrix: false,
+        interleave: common::interleave(&a.spread)?,
     };
     let options = StreamOptions {
         array_bytes: a.size,
@@ -46,13 +47,16 @@ pub fn render(r: &StreamReport, topo: &Topology) -> String {
     let mut nodes = r.mem_nodes.clone();
     nodes.sort_unstable();
     nodes.dedup();
+    let where_ = match &r.interleave {
+        Some(i) => format!("each thread's part interleaved over nodes {}", i.label()),
+        None => format!("arrays on node(s) {}", format_cpulist(&nodes)),
+    };
     let array_bytes = r.array_elements * r.bytes_per_element;
     let mut out = format!(
-        "STREAM kernels: {} threads on CPUs {}, arrays on node(s) {}\n\
+        "STREAM kernels: {} threads on CPUs {}, {where_}\n\
          {} elements per array ({} each, {} for all three), {} passes (the first not counted), {} kernel{}, huge pages: {}\n",
         r.cpus.len(),
         format_cpulist(&r.cpus),
-        format_cpulist(&nodes),
         r.array_elements,
         format_size(array_bytes),
         format_size(3 * array_bytes),
@@ -164,6 +168,7 @@ mod tests {
                 placement: Vec::new(),
             }),
             peak_unknown: None,
+            interleave: None,
         };
         insta::assert_snapshot!(render(&r, &topo));
     }

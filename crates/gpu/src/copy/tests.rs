@@ -24,6 +24,7 @@ fn placement(on: u64, elsewhere: Vec<NodePages>) -> Placement {
         pages_elsewhere: elsewhere,
         thread_affinity: vec![0, 1],
         method: "move_pages".into(),
+        interleave: None,
     }
 }
 

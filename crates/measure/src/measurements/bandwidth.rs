@@ -3,12 +3,14 @@
 //! checked after timing, as STREAM checks its own.
 
 use memfabric_model::{
-    BandwidthCell, BandwidthMeasurement, BandwidthReport, HugePages, Mix, MixInfo, Outcome, Summary,
+    BandwidthCell, BandwidthMeasurement, BandwidthReport, HugePages, Interleave, Mix, MixInfo, Outcome,
+    Summary,
 };
 
 use crate::kernels::{run_pass, Isa, Op, Pass, BLOCK_ELEMENTS};
 use crate::monitor::DramCounters;
 use crate::observer::{interrupted, Observer};
+use crate::placement::Target;
 use crate::team::{self, Arrays, Edge, Member};
 
 /// The `s` of every kernel that takes one (STREAM's value).
@@ -41,6 +43,9 @@ pub struct BandwidthPlan {
     pub mem_nodes: Vec<u32>,
     pub thread_counts: Vec<usize>,
     pub kernel: KernelOptions,
+    /// Every cell's memory spread over these nodes instead of its `mem_node` (which is
+    /// then the set's first node).
+    pub interleave: Option<Interleave>,
 }
 
 /// Measures every cell of the plan; with `dram`, each cell's timed samples are also
@@ -59,12 +64,16 @@ pub fn run(plan: &BandwidthPlan, dram: Option<&DramCounters>, obs: &dyn Observer
                     mem_node: spec.mem_node,
                 })
                 .collect();
-            let outcome = measure(spec.mix, &members, &plan.kernel, dram, obs);
+            let target = match &plan.interleave {
+                Some(i) => Target::Interleave(i.clone()),
+                None => Target::Node(spec.mem_node),
+            };
+            let outcome = measure_at(spec.mix, &members, Some(&target), &plan.kernel, 1, dram, obs);
             obs.advance(&format!(
-                "{} node {} -> node {}, {} threads",
+                "{} node {} -> {}, {} threads",
                 spec.mix,
                 spec.cpu_node,
-                spec.mem_node,
+                target.label(),
                 spec.cpus.len()
             ));
             BandwidthCell {
@@ -90,6 +99,7 @@ pub fn run(plan: &BandwidthPlan, dram: Option<&DramCounters>, obs: &dyn Observer
         firmware: None,
         dram_counting: Default::default(),
         peak_unknown: None,
+        interleave: plan.interleave.clone(),
     }
 }
 
@@ -132,6 +142,20 @@ pub fn measure_passes(
     dram: Option<&DramCounters>,
     obs: &dyn Observer,
 ) -> Outcome<BandwidthMeasurement> {
+    measure_at(mix, members, None, k, passes, dram, obs)
+}
+
+/// As [`measure_passes`], with every member's arrays at `target` when one is given
+/// (an interleave, say) instead of on its own `mem_node`.
+pub fn measure_at(
+    mix: Mix,
+    members: &[Member],
+    target: Option<&Target>,
+    k: &KernelOptions,
+    passes: usize,
+    dram: Option<&DramCounters>,
+    obs: &dyn Observer,
+) -> Outcome<BandwidthMeasurement> {
     let passes = passes.max(1);
     if obs.cancelled() {
         return interrupted();
@@ -145,7 +169,8 @@ pub fn measure_passes(
     };
     let elements = (k.array_bytes / 8) as usize;
     let setup = |m: Member| {
-        let mut arrays = Arrays::new(m, op.arrays(), elements, k.huge_pages)?;
+        let own = Target::Node(m.mem_node);
+        let mut arrays = Arrays::placed(m.cpu, target.unwrap_or(&own), op.arrays(), elements, k.huge_pages)?;
         fill(mix, &mut arrays.slices());
         Ok(arrays)
     };

@@ -10,7 +10,7 @@ use memfabric_model::{
 use crate::kernels::{chase, chase_count_cycle, link_chase, Chain};
 use crate::observer::{interrupted, Observer};
 use crate::order::successors;
-use crate::placement::{allocate_verified, pin};
+use crate::placement::{allocate_verified, pin, Target};
 
 /// One cell: a CPU (on `cpu_node`) chasing through memory on `mem_node`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +37,9 @@ pub struct LatencyPlan {
     pub samples: usize,
     pub sample_time: Duration,
     pub seed: u64,
+    /// Memory spread over these nodes instead of each cell's `mem_node` (which is
+    /// then the set's first node).
+    pub interleave: Option<memfabric_model::Interleave>,
 }
 
 pub fn run(plan: &LatencyPlan, obs: &dyn Observer) -> LatencyReport {
@@ -54,7 +57,11 @@ pub fn run(plan: &LatencyPlan, obs: &dyn Observer) -> LatencyReport {
                     })
             })
         };
-        obs.advance(&format!("cpu {} -> node {}", spec.cpu, spec.mem_node));
+        let to = match &plan.interleave {
+            Some(i) => format!("interleave {}", i.label()),
+            None => format!("node {}", spec.mem_node),
+        };
+        obs.advance(&format!("cpu {} -> {to}", spec.cpu));
         cells.push(LatencyCell {
             cpu: spec.cpu,
             cpu_node: spec.cpu_node,
@@ -74,6 +81,7 @@ pub fn run(plan: &LatencyPlan, obs: &dyn Observer) -> LatencyReport {
         mem_nodes: plan.mem_nodes.clone(),
         cells,
         firmware: None,
+        interleave: plan.interleave.clone(),
     }
 }
 
@@ -126,17 +134,17 @@ impl NotReady {
     }
 }
 
-/// Pins the calling thread to `cpu`, then builds and validates the chase on `node`.
+/// Pins the calling thread to `cpu`, then builds and validates the chase at `target`.
 pub fn prepare_chase(
     cpu: u32,
-    node: u32,
+    target: &Target,
     shape: &ChaseShape,
     obs: &dyn Observer,
 ) -> Result<ReadyChase, NotReady> {
     let failed = NotReady::Failed;
     let affinity = pin(cpu).map_err(|e| failed(e.to_string()))?;
     let (buf, placement) =
-        allocate_verified(shape.size_bytes as usize, node, shape.huge_pages, affinity).map_err(failed)?;
+        allocate_verified(shape.size_bytes as usize, target, shape.huge_pages, affinity).map_err(failed)?;
     let stride = shape.stride_bytes as usize;
     // The chase covers size_bytes, not the whole (page-rounded) mapping: a 20 KiB chase
     // stays 20 KiB, with 4 KiB pages as with 1 GiB ones.
@@ -202,7 +210,11 @@ fn measure_cell(
     spec: &LatencyCellSpec,
     obs: &dyn Observer,
 ) -> Outcome<LatencyMeasurement> {
-    match prepare_chase(spec.cpu, spec.mem_node, &plan.shape(), obs) {
+    let target = match &plan.interleave {
+        Some(i) => Target::Interleave(i.clone()),
+        None => Target::Node(spec.mem_node),
+    };
+    match prepare_chase(spec.cpu, &target, &plan.shape(), obs) {
         Ok(ready) => {
             let (samples_ns, loads) = ready.sample(plan.samples, plan.sample_time, obs);
             ready.measurement_of(samples_ns, loads)

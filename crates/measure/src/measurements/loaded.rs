@@ -125,7 +125,12 @@ type Coordinated = (Outcome<LatencyMeasurement>, Vec<LoadStep>);
 /// The latency thread: builds its chase, waits for the load threads' arrays, then
 /// walks the steps, sampling latency while the load runs and counting its bytes.
 fn coordinate(plan: &LoadedPlan, control: &Control, spin_ns: f64, obs: &dyn Observer) -> Coordinated {
-    let ready = prepare_chase(plan.latency_cpu, plan.mem_node, &plan.shape, obs);
+    let ready = prepare_chase(
+        plan.latency_cpu,
+        &crate::placement::Target::Node(plan.mem_node),
+        &plan.shape,
+        obs,
+    );
     if ready.is_err() {
         control.failed.store(true, Ordering::SeqCst);
     }

@@ -12,6 +12,7 @@ use memfabric_model::{
 use crate::bandwidth::SCALAR;
 use crate::kernels::{run_pass, Isa, Op, Pass};
 use crate::observer::{interrupted, Observer};
+use crate::placement::Target;
 use crate::team::{self, Arrays, Member};
 
 /// STREAM's names, operations on (a, b, c) and bytes per element, in its order.
@@ -37,6 +38,8 @@ pub struct StreamPlan {
     pub isa: Isa,
     /// Streaming stores in all four kernels (as STREAM built with them).
     pub non_temporal: bool,
+    /// Every part spread over these nodes instead of its member's node.
+    pub interleave: Option<memfabric_model::Interleave>,
 }
 
 impl StreamPlan {
@@ -67,6 +70,7 @@ pub fn run(plan: &StreamPlan, obs: &dyn Observer) -> StreamReport {
         mem_nodes: plan.members.iter().map(|m| m.mem_node).collect(),
         outcome,
         peak_unknown: None,
+        interleave: plan.interleave.clone(),
     }
 }
 
@@ -79,7 +83,11 @@ fn measure(plan: &StreamPlan, obs: &dyn Observer) -> Outcome<StreamMeasurement> 
     let index_of = |m: Member| plan.members.iter().position(|x| *x == m).expect("member");
     let setup = |m: Member| {
         let elements = plan.part(index_of(m));
-        let mut arrays = Arrays::new(m, 3, elements, plan.huge_pages)?;
+        let target = match &plan.interleave {
+            Some(i) => Target::Interleave(i.clone()),
+            None => Target::Node(m.mem_node),
+        };
+        let mut arrays = Arrays::placed(m.cpu, &target, 3, elements, plan.huge_pages)?;
         let mut s = arrays.slices();
         // STREAM: a = 1, b = 2, c = 0, then a = 2 * a in its timer-granularity test.
         s[0].fill(2.0);
@@ -265,6 +273,7 @@ mod tests {
             huge_pages: HugePages::Off,
             isa: Isa::Scalar,
             non_temporal: false,
+            interleave: None,
         };
         let parts: Vec<usize> = (0..7).map(|t| plan.part(t)).collect();
         assert_eq!(parts.iter().sum::<usize>(), 1000);

@@ -89,7 +89,12 @@ fn latency_point(plan: &SweepPlan, shape: ChaseShape, size: u64, obs: &dyn Obser
         },
         ..shape
     };
-    let measure = || match prepare_chase(plan.cpu, plan.mem_node, &shape, obs) {
+    let measure = || match prepare_chase(
+        plan.cpu,
+        &crate::placement::Target::Node(plan.mem_node),
+        &shape,
+        obs,
+    ) {
         Ok(ready) => {
             let (samples_ns, loads) = ready.sample(plan.samples, plan.sample_time, obs);
             ready.measurement_of(samples_ns, loads)

@@ -143,12 +143,11 @@ pub fn bandwidth_plan(
     let max_threads = groups.iter().map(|g| g.2.len()).max().unwrap_or(1);
     let array_bytes = m.array_bytes(opt.array_bytes_per_thread, max_threads);
     let max_arrays = opt.mixes.iter().map(|x| x.arrays()).max().unwrap_or(1);
-    for &node in &mem_nodes {
-        let need = array_bytes
-            .saturating_mul(max_arrays)
-            .saturating_mul(max_threads as u64);
-        m.check_fits(node, need, opt.huge_pages)?;
-    }
+    let need = array_bytes
+        .saturating_mul(max_arrays)
+        .saturating_mul(max_threads as u64);
+    let interleave = m.interleave(sel)?;
+    m.check_spread_fits(interleave.as_ref(), &mem_nodes, need, opt.huge_pages)?;
     let cells = opt
         .mixes
         .iter()
@@ -175,6 +174,7 @@ pub fn bandwidth_plan(
             huge_pages: opt.huge_pages,
             samples: opt.samples,
         },
+        interleave,
     })
 }
 
@@ -185,6 +185,11 @@ pub fn domain_plan(m: &Machine, sel: &Selection, opt: &DomainOptions) -> Result<
     if sel.matrix {
         return Err(PlanError::Conflict(
             "--per-domain and --matrix cannot be combined: --per-domain reads each domain's own node, or the one --mem-nodes node".into(),
+        ));
+    }
+    if sel.interleave.is_some() {
+        return Err(PlanError::Conflict(
+            "--per-domain and --interleave cannot be combined: --per-domain reads each domain's own node, or the one --mem-nodes node".into(),
         ));
     }
     if let Some(f) = opt.fclk_mhz {
@@ -256,7 +261,12 @@ pub fn stream_plan(m: &Machine, sel: &Selection, opt: &StreamOptions) -> Result<
             opt.isa.name()
         )));
     }
-    let mem_node = m.single_mem_node(sel, "stream")?;
+    super::interleave::check_alone(sel)?;
+    let interleave = m.interleave(sel)?;
+    let mem_node = match &interleave {
+        Some(i) => Some(i.nodes[0]),
+        None => m.single_mem_node(sel, "stream")?,
+    };
     let mut cpus = Vec::new();
     for node in m.cpu_nodes(sel)? {
         cpus.extend(m.allowed_cpus_of(node)?);
@@ -287,7 +297,15 @@ pub fn stream_plan(m: &Machine, sel: &Selection, opt: &StreamOptions) -> Result<
         )));
     }
     let per_thread = array_elements.div_ceil(members.len() as u64) * 8;
-    m.check_members_fit(&members, 3 * per_thread, opt.huge_pages)?;
+    match &interleave {
+        Some(i) => m.check_spread_fits(
+            Some(i),
+            &[],
+            3 * per_thread * members.len() as u64,
+            opt.huge_pages,
+        )?,
+        None => m.check_members_fit(&members, 3 * per_thread, opt.huge_pages)?,
+    }
     Ok(StreamPlan {
         members,
         array_elements,
@@ -295,5 +313,6 @@ pub fn stream_plan(m: &Machine, sel: &Selection, opt: &StreamOptions) -> Result<
         huge_pages: opt.huge_pages,
         isa: opt.isa,
         non_temporal: opt.non_temporal,
+        interleave,
     })
 }

@@ -13,6 +13,7 @@ use crate::latency::{LatencyCellSpec, LatencyPlan};
 
 pub mod bandwidth;
 pub mod c2c;
+pub mod interleave;
 pub mod loaded;
 pub mod sweep;
 
@@ -20,6 +21,7 @@ pub(crate) use bandwidth::check_kernel;
 pub use bandwidth::{
     bandwidth_plan, domain_plan, stream_plan, BandwidthOptions, DomainOptions, StreamOptions,
 };
+pub use interleave::InterleaveAsk;
 
 #[derive(Debug, Error, PartialEq)]
 pub enum PlanError {
@@ -76,6 +78,8 @@ pub struct Selection {
     pub cpu: Option<u32>,
     /// All memory nodes for every CPU node; otherwise each CPU node's own memory.
     pub matrix: bool,
+    /// Memory spread over several nodes instead (`--interleave`).
+    pub interleave: Option<InterleaveAsk>,
 }
 
 /// The machine as the plan sees it: the topology, the CPUs this process may use, and
@@ -248,8 +252,14 @@ impl Machine<'_> {
         }
     }
 
-    /// (cpu node, mem node) pairs in row-major order, and the column labels.
+    /// (cpu node, mem node) pairs in row-major order, and the column labels. With
+    /// `--interleave`, one column: the interleave set, labelled by its first node.
     pub(crate) fn pairs(&self, sel: &Selection, cpu_nodes: &[u32]) -> Result<Pairs, PlanError> {
+        interleave::check_alone(sel)?;
+        if let Some(i) = self.interleave(sel)? {
+            let first = i.nodes[0];
+            return Ok((cpu_nodes.iter().map(|&c| (c, first)).collect(), vec![first]));
+        }
         let mem_nodes = match (&sel.mem_nodes, sel.matrix) {
             (Some(list), _) => list.clone(),
             (None, true) => self.topo.memory_nodes(),
@@ -337,9 +347,13 @@ pub fn latency_plan(m: &Machine, sel: &Selection, opt: &LatencyOptions) -> Resul
     let size_bytes = opt.size_bytes.unwrap_or_else(|| m.default_bytes());
     let window_bytes = chase_shape(size_bytes, opt)?;
     // The visit order is built in memory beside the buffer: 8 bytes per 64-byte line.
-    for &node in &mem_nodes {
-        m.check_fits(node, size_bytes + size_bytes / 8, opt.huge_pages)?;
-    }
+    let interleave = m.interleave(sel)?;
+    m.check_spread_fits(
+        interleave.as_ref(),
+        &mem_nodes,
+        size_bytes + size_bytes / 8,
+        opt.huge_pages,
+    )?;
     let mut cells = Vec::new();
     for (cpu_node, mem_node) in pairs {
         let cpu = match sel.cpu {
@@ -364,6 +378,7 @@ pub fn latency_plan(m: &Machine, sel: &Selection, opt: &LatencyOptions) -> Resul
         samples: opt.samples,
         sample_time: opt.sample_time,
         seed: opt.seed,
+        interleave,
     })
 }
 

@@ -11,11 +11,14 @@ pub enum MapError {
     Mmap { size_bytes: u64, source: io::Error },
     #[error("mbind to node {node} failed: {source}")]
     Mbind { node: u32, source: io::Error },
+    #[error("mbind(MPOL_INTERLEAVE) over nodes {nodes} failed: {source}")]
+    Interleave { nodes: String, source: io::Error },
     #[error("madvise failed: {0}")]
     Madvise(io::Error),
 }
 
 const MPOL_BIND: libc::c_int = 2;
+const MPOL_INTERLEAVE: libc::c_int = 3;
 const MPOL_MF_STRICT: libc::c_uint = 1;
 const MPOL_MF_MOVE: libc::c_uint = 2;
 const MAP_HUGE_SHIFT: libc::c_int = 26;
@@ -108,35 +111,25 @@ impl Buffer {
     /// Binds the whole mapping to one node (MPOL_BIND, strict): pages are placed there
     /// at first touch or the touch fails, rather than silently spilling elsewhere.
     pub fn bind(&self, node: u32) -> Result<(), MapError> {
-        let mut mask = [0u64; NODEMASK_WORDS];
-        let word = node as usize / 64;
-        if word >= NODEMASK_WORDS {
-            return Err(MapError::Mbind {
-                node,
-                source: io::Error::from_raw_os_error(libc::EINVAL),
-            });
-        }
-        mask[word] |= 1 << (node % 64);
-        // SAFETY: addr/len describe this mapping; the mask holds NODEMASK_WORDS words and
-        // maxnode tells the kernel so (it reads maxnode - 1 bits).
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_mbind,
-                self.ptr,
-                self.len as libc::c_ulong,
-                MPOL_BIND,
-                mask.as_ptr(),
-                (NODEMASK_WORDS * 64 + 1) as libc::c_ulong,
-                MPOL_MF_STRICT | MPOL_MF_MOVE,
-            )
-        };
-        if rc != 0 {
-            return Err(MapError::Mbind {
-                node,
-                source: io::Error::last_os_error(),
-            });
-        }
-        Ok(())
+        self.bind_range(0, self.len, node)
+    }
+
+    /// Binds `len` bytes from `offset` (both multiples of the page size) to one node.
+    pub fn bind_range(&self, offset: usize, len: usize, node: u32) -> Result<(), MapError> {
+        assert!(offset + len <= self.len, "range outside the mapping");
+        mbind(self.ptr.wrapping_add(offset), len, MPOL_BIND, &[node])
+            .map_err(|source| MapError::Mbind { node, source })
+    }
+
+    /// Spreads the mapping over `nodes` one page at a time (MPOL_INTERLEAVE); the
+    /// kernel picks each page's node from its offset at first touch. Not strict: a
+    /// node that runs out of memory has its pages placed elsewhere, which is why the
+    /// caller checks the shares afterwards.
+    pub fn interleave(&self, nodes: &[u32]) -> Result<(), MapError> {
+        mbind(self.ptr, self.len, MPOL_INTERLEAVE, nodes).map_err(|source| MapError::Interleave {
+            nodes: nodes.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+            source,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -166,6 +159,23 @@ impl Buffer {
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
+    /// Addresses of up to `max_samples` pages in 16 runs of neighbouring pages spread
+    /// over the buffer (every page when it has no more): an interleave check counts
+    /// whole rounds of the rotation, which pages taken at a stride could alias with.
+    pub fn window_pages(&self, max_samples: usize) -> Vec<*const u8> {
+        const WINDOWS: usize = 16;
+        let pages = self.len / self.page_size;
+        let addr = |p: usize| self.ptr.wrapping_add(p * self.page_size) as *const u8;
+        if pages <= max_samples {
+            return (0..pages).map(addr).collect();
+        }
+        let per = max_samples / WINDOWS;
+        let gap = pages / WINDOWS;
+        (0..WINDOWS)
+            .flat_map(|w| (w * gap..w * gap + per).map(addr))
+            .collect()
+    }
+
     /// Addresses of every `step`-th page, for a placement check that need not ask
     /// about every page of a large buffer.
     pub fn sample_pages(&self, max_samples: usize) -> Vec<*const u8> {
@@ -185,6 +195,35 @@ impl Drop for Buffer {
             libc::munmap(self.ptr.cast(), self.len);
         }
     }
+}
+
+/// mbind(2) over [ptr, ptr + len) with a node mask holding `nodes`.
+fn mbind(ptr: *mut u8, len: usize, mode: libc::c_int, nodes: &[u32]) -> io::Result<()> {
+    let mut mask = [0u64; NODEMASK_WORDS];
+    for &node in nodes {
+        let word = node as usize / 64;
+        if word >= NODEMASK_WORDS {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        mask[word] |= 1 << (node % 64);
+    }
+    // SAFETY: the caller passes a range inside a mapping it owns; the mask holds
+    // NODEMASK_WORDS words and maxnode tells the kernel so (it reads maxnode - 1 bits).
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            ptr,
+            len as libc::c_ulong,
+            mode,
+            mask.as_ptr(),
+            (NODEMASK_WORDS * 64 + 1) as libc::c_ulong,
+            MPOL_MF_STRICT | MPOL_MF_MOVE,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The page size a mapping of this kind is made of (THP pages are still 4 KiB pages

@@ -16,6 +16,7 @@ fn placement() -> Placement {
         thread_affinity: vec![0],
         verified: true,
         method: "test".into(),
+        interleave: None,
     }
 }
 
