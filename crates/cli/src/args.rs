@@ -15,7 +15,7 @@ mod pairs;
 mod theory;
 pub use gpu::{directions, GpuArgs, GpuBandwidthArgs, GpuCommand, GpuCopyArgs, GPU_HELP};
 pub use history::{CompareArgs, ExportFormat, ReportArgs, RunRef, RunsAction, RunsArgs};
-pub use interleave::InterleaveArgs;
+pub use interleave::{ConcurrentArg, InterleaveArgs};
 pub use monitor::{DramArg, DramArgs, MonitorArgs, MONITOR_HELP};
 pub use pairs::{C2cArgs, C2cModeArg, SweepArgs, SweepThreadsArg, SweepWhat, C2C_HELP, SWEEP_HELP};
 pub use theory::{AuditArgs, MachineSource, TheoryArgs};
@@ -237,6 +237,9 @@ pub struct BandwidthArgs {
     /// Each L3 domain (CCX/CCD, sub-NUMA cluster, socket) alone, then domains added one by one
     #[arg(long)]
     pub per_domain: bool,
+    /// Streams at the same time, each with its own rate and all summed: pairs (two nodes read each other's memory), all-remote (every node reads the next node's), all-local (every node its own)
+    #[arg(long, value_enum, value_name = "PATTERN", conflicts_with = "per_domain")]
+    pub concurrent: Option<ConcurrentArg>,
     /// With --per-domain: the fabric clock in MHz, to give bytes per fabric cycle
     #[arg(long, value_name = "MHZ", requires = "per_domain")]
     pub fclk: Option<f64>,

@@ -46,7 +46,12 @@ pub fn annotate(
 /// Each STREAM function's best rate as a share of the peak of the nodes that hold
 /// the arrays.
 pub fn annotate_stream(r: &mut StreamReport, topo: &Topology, given: Option<&MemoryPeak>) {
-    let nodes = memory_peak(topo, given).and_then(|peak| theory::nodes_peak(topo, &peak, &r.mem_nodes));
+    // Interleaved, every thread's part is spread over the whole set.
+    let mem_nodes = match &r.interleave {
+        Some(i) => i.nodes.clone(),
+        None => r.mem_nodes.clone(),
+    };
+    let nodes = memory_peak(topo, given).and_then(|peak| theory::nodes_peak(topo, &peak, &mem_nodes));
     let nodes = match nodes {
         Ok(n) => n,
         Err(why) => {

@@ -23,7 +23,7 @@ pub mod team;
 
 pub use measurement::{measure, Measurement, Request};
 pub use measurements::monitor::{MonitorOptions, MonitorTraffic};
-pub use measurements::{bandwidth, c2c, domains, latency, loaded, stream, sweep};
+pub use measurements::{bandwidth, c2c, concurrent, domains, latency, loaded, stream, sweep};
 pub use observer::{Observer, Silent};
 
 /// Unit tests that run real measurements take turns: on a 2-CPU machine two of them

@@ -10,7 +10,7 @@ use thiserror::Error;
 use crate::failures::{Failure, Failures};
 use crate::suite::RunReport;
 use crate::{
-    BandwidthReport, C2cReport, DomainScalingReport, Environment, Figure, Figures, GpuBandwidthReport,
+    BandwidthReport, C2cReport, ConcurrentReport, DomainScalingReport, Environment, Figure, Figures, GpuBandwidthReport,
     GpuCopyReport, GpuHostLatencyReport, GpuInfoReport, GpuInjectionReport, GpuLatencyReport,
     GpuLoadedLatencyReport, LatencyReport, LoadedLatencyReport, MonitorReport, StreamReport, SweepReport,
     SCHEMA_VERSION,
@@ -23,6 +23,8 @@ pub enum Document {
     Bandwidth(BandwidthReport),
     /// `bandwidth --per-domain`.
     BandwidthDomains(DomainScalingReport),
+    /// `bandwidth --concurrent`.
+    BandwidthConcurrent(ConcurrentReport),
     Stream(StreamReport),
     LoadedLatency(LoadedLatencyReport),
     C2c(C2cReport),
@@ -104,6 +106,8 @@ impl Document {
             "latency" => Document::Latency(typed(c, result)?),
             // --per-domain is the shape with domains measured alone.
             "bandwidth" if result.get("alone").is_some() => Document::BandwidthDomains(typed(c, result)?),
+            // --concurrent is the shape with streams run together.
+            "bandwidth" if result.get("pattern").is_some() => Document::BandwidthConcurrent(typed(c, result)?),
             "bandwidth" => Document::Bandwidth(typed(c, result)?),
             "stream" => Document::Stream(typed(c, result)?),
             "loaded-latency" => Document::LoadedLatency(typed(c, result)?),
@@ -126,7 +130,7 @@ impl Document {
     pub fn command(&self) -> &'static str {
         match self {
             Document::Latency(_) => "latency",
-            Document::Bandwidth(_) | Document::BandwidthDomains(_) => "bandwidth",
+            Document::Bandwidth(_) | Document::BandwidthDomains(_) | Document::BandwidthConcurrent(_) => "bandwidth",
             Document::Stream(_) => "stream",
             Document::LoadedLatency(_) => "loaded-latency",
             Document::C2c(_) => "c2c",
@@ -148,6 +152,7 @@ impl Document {
             Document::Latency(r) => r,
             Document::Bandwidth(r) => r,
             Document::BandwidthDomains(r) => r,
+            Document::BandwidthConcurrent(r) => r,
             Document::Stream(r) => r,
             Document::LoadedLatency(r) => r,
             Document::C2c(r) => r,
@@ -187,6 +192,7 @@ into_document!(
     LatencyReport => Latency,
     BandwidthReport => Bandwidth,
     DomainScalingReport => BandwidthDomains,
+    ConcurrentReport => BandwidthConcurrent,
     StreamReport => Stream,
     LoadedLatencyReport => LoadedLatency,
     C2cReport => C2c,

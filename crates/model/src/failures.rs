@@ -21,7 +21,7 @@ pub trait Failures {
     fn failures(&self) -> Vec<Failure>;
 }
 
-fn failed<T>(cell: impl FnOnce() -> String, o: &Outcome<T>) -> Option<Failure> {
+pub(crate) fn failed<T>(cell: impl FnOnce() -> String, o: &Outcome<T>) -> Option<Failure> {
     match o {
         Outcome::Failed { reason } => Some(Failure {
             cell: cell(),

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod c2c;
+pub mod concurrent;
 pub mod document;
 pub mod failures;
 pub mod figures;
@@ -23,6 +24,10 @@ pub mod tiers;
 pub mod units;
 
 pub use c2c::*;
+pub use concurrent::{
+    link_flows, overlap_pct, ConcurrentMeasurement, ConcurrentPattern, ConcurrentReport, ConcurrentStreamSpec,
+    LinkFlow, StreamRate,
+};
 pub use document::{Document, DocumentError, StoredDocument};
 pub use failures::{Failure, Failures};
 pub use figures::{Figure, Figures};

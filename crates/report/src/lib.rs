@@ -11,6 +11,7 @@
 
 pub mod svg;
 
+mod concurrent;
 mod gpu;
 mod monitor;
 mod sections;

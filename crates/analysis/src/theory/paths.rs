@@ -95,6 +95,11 @@ pub fn annotate_bandwidth(
     memory: &MemoryPeak,
     links: Option<&LinkPeak>,
 ) -> Vec<String> {
+    if r.interleave.is_some() {
+        return vec![
+            "memory interleaved over several nodes: part of it crosses sockets, so its path has no single peak".into(),
+        ];
+    }
     let mut unknown = Vec::new();
     for cell in &mut r.cells {
         let Some(m) = cell.outcome.ok() else { continue };

@@ -13,3 +13,24 @@ pub struct InterleaveArgs {
     #[arg(long, value_name = "LIST", requires = "interleave")]
     pub interleave_weights: Option<String>,
 }
+
+/// `bandwidth --concurrent`: which streams run at the same time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConcurrentArg {
+    /// Two nodes read each other's memory at once (0->1 and 1->0)
+    Pairs,
+    /// Every CPU node reads the next node with memory, all at once
+    AllRemote,
+    /// Every CPU node reads its own memory, all at once
+    AllLocal,
+}
+
+impl From<ConcurrentArg> for memfabric_model::ConcurrentPattern {
+    fn from(a: ConcurrentArg) -> Self {
+        match a {
+            ConcurrentArg::Pairs => memfabric_model::ConcurrentPattern::Pairs,
+            ConcurrentArg::AllRemote => memfabric_model::ConcurrentPattern::AllRemote,
+            ConcurrentArg::AllLocal => memfabric_model::ConcurrentPattern::AllLocal,
+        }
+    }
+}

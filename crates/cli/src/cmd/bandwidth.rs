@@ -17,8 +17,10 @@ use crate::args::{BandwidthArgs, DramArg, DramArgs};
 use crate::output::{this_machine, Ctx, Status, Usage};
 use crate::table::Table;
 
+mod concurrent;
 mod domains;
 
+pub use concurrent::{measure_concurrent, render_concurrent};
 pub use domains::render_domains;
 
 pub fn run(ctx: &Ctx, a: &BandwidthArgs) -> Result<Status> {
@@ -26,6 +28,10 @@ pub fn run(ctx: &Ctx, a: &BandwidthArgs) -> Result<Status> {
     if a.per_domain {
         let report = measure_domains(ctx, &topo, a)?;
         return ctx.conclude("bandwidth", &topo, &report, || render_domains(&report, &topo));
+    }
+    if a.concurrent.is_some() {
+        let report = measure_concurrent(ctx, &topo, a)?;
+        return ctx.conclude("bandwidth", &topo, &report, || render_concurrent(&report));
     }
     let report = measure(ctx, &topo, a)?;
     ctx.conclude("bandwidth", &topo, &report, || render(&report))

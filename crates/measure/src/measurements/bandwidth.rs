@@ -4,8 +4,9 @@
 
 use memfabric_model::{
     BandwidthCell, BandwidthMeasurement, BandwidthReport, HugePages, Interleave, Mix, MixInfo, Outcome,
-    Summary,
+    Placement, Summary,
 };
+use std::time::Instant;
 
 use crate::kernels::{run_pass, Isa, Op, Pass, BLOCK_ELEMENTS};
 use crate::monitor::DramCounters;
@@ -160,6 +161,62 @@ pub fn measure_at(
     if obs.cancelled() {
         return interrupted();
     }
+    // Round 0 is the warm-up: the counters start after it.
+    let window = dram.map(|d| d.window(1));
+    let edge = |e: Edge| {
+        if let Some(w) = &window {
+            w.edge(e)
+        }
+    };
+    let ran = match run_mix(mix, members, target, k, passes, obs, &edge) {
+        Ok(ran) => ran,
+        Err(reason) => return Outcome::Failed { reason },
+    };
+    let per_array = members.len() as u64 * k.array_bytes * passes as u64;
+    let bytes_per_sample = per_array * (mix.read_arrays() + mix.written_arrays());
+    debug_assert_eq!(bytes_per_sample, per_array / 8 * mix.bytes_per_element());
+    let dram =
+        window.and_then(|w| w.traffic(per_array * mix.read_arrays(), per_array * mix.written_arrays()));
+    // Round 0 is the warm-up.
+    let samples_gb_s: Vec<f64> = team::round_seconds(&ran.times)
+        .iter()
+        .skip(1)
+        .map(|s| bytes_per_sample as f64 / s * 1e-9)
+        .collect();
+    match Summary::of(&samples_gb_s) {
+        Some(bandwidth_gb_s) => Outcome::Ok(BandwidthMeasurement {
+            bandwidth_gb_s,
+            samples_gb_s,
+            bytes_per_sample,
+            validated_elements: ran.validated_elements,
+            placement: ran.placement,
+            noise: None,
+            dram,
+        }),
+        None => interrupted(),
+    }
+}
+
+/// What a team running one mix brings back, member by member.
+pub(crate) struct Ran {
+    pub placement: Vec<Placement>,
+    /// Each member's (start, end) per round, round 0 the warm-up.
+    pub times: Vec<Vec<(Instant, Instant)>>,
+    pub validated_elements: u64,
+}
+
+/// Runs `mix` on every member at once, `k.samples` timed rounds after one warm-up,
+/// each member over its own arrays (at `target`, else on its `mem_node`), then checks
+/// the arrays it wrote. The first member to fail fails the whole team.
+pub(crate) fn run_mix(
+    mix: Mix,
+    members: &[Member],
+    target: Option<&Target>,
+    k: &KernelOptions,
+    passes: usize,
+    obs: &dyn Observer,
+    edge: &(dyn Fn(Edge) + Sync),
+) -> Result<Ran, String> {
     let (op, non_temporal) = op_of(mix);
     let pass = Pass {
         op,
@@ -184,50 +241,19 @@ pub fn measure_at(
         let checked = validate(mix, &a.slices(), rounds * passes)?;
         Ok((a.placement, checked))
     };
-    // Round 0 is the warm-up: the counters start after it.
-    let window = dram.map(|d| d.window(1));
-    let edge = |e: Edge| {
-        if let Some(w) = &window {
-            w.edge(e)
-        }
+    let results = team::run_with_edges(members, k.samples + 1, obs, &setup, &round, &finish, edge);
+    let mut ran = Ran {
+        placement: Vec::new(),
+        times: Vec::new(),
+        validated_elements: 0,
     };
-    let results = team::run_with_edges(members, k.samples + 1, obs, &setup, &round, &finish, &edge);
-    let mut placement = Vec::new();
-    let mut times = Vec::new();
-    let mut validated_elements = 0;
     for r in results {
-        match r {
-            Ok(((p, checked), t)) => {
-                placement.push(p);
-                validated_elements += checked;
-                times.push(t);
-            }
-            Err(reason) => return Outcome::Failed { reason },
-        }
+        let ((p, checked), t) = r?;
+        ran.placement.push(p);
+        ran.validated_elements += checked;
+        ran.times.push(t);
     }
-    let per_array = members.len() as u64 * elements as u64 * 8 * passes as u64;
-    let bytes_per_sample = per_array * (mix.read_arrays() + mix.written_arrays());
-    debug_assert_eq!(bytes_per_sample, per_array / 8 * mix.bytes_per_element());
-    let dram =
-        window.and_then(|w| w.traffic(per_array * mix.read_arrays(), per_array * mix.written_arrays()));
-    // Round 0 is the warm-up.
-    let samples_gb_s: Vec<f64> = team::round_seconds(&times)
-        .iter()
-        .skip(1)
-        .map(|s| bytes_per_sample as f64 / s * 1e-9)
-        .collect();
-    match Summary::of(&samples_gb_s) {
-        Some(bandwidth_gb_s) => Outcome::Ok(BandwidthMeasurement {
-            bandwidth_gb_s,
-            samples_gb_s,
-            bytes_per_sample,
-            validated_elements,
-            placement,
-            noise: None,
-            dram,
-        }),
-        None => interrupted(),
-    }
+    Ok(ran)
 }
 
 /// Initial contents: the arrays a mix reads hold distinct values, so a misplaced load
@@ -328,7 +354,10 @@ impl crate::measurement::Measurement for Bandwidth {
         let conditions = m.conditions();
         memfabric_analysis::noise::annotate_bandwidth(r, m.topo, &conditions, p.checked.threshold_cv);
         crate::efficiency::annotate(r, m.topo, p.links.as_ref(), p.checked.memory_peak.as_ref());
-        r.firmware = memfabric_analysis::firmware::compare_bandwidth(r, m.topo);
+        // Firmware figures are per node pair; an interleave is no one pair.
+        if r.interleave.is_none() {
+            r.firmware = memfabric_analysis::firmware::compare_bandwidth(r, m.topo);
+        }
     }
 }
 

@@ -267,7 +267,10 @@ impl crate::measurement::Measurement for Latency {
     fn enrich(r: &mut LatencyReport, p: &Self::Plan, m: &crate::plan::Machine) {
         let conditions = m.conditions();
         memfabric_analysis::noise::annotate_latency(r, m.topo, &conditions, p.threshold_cv);
-        r.firmware = memfabric_analysis::firmware::compare_latency(r, m.topo);
+        // Firmware figures are per node pair; an interleave is no one pair.
+        if r.interleave.is_none() {
+            r.firmware = memfabric_analysis::firmware::compare_latency(r, m.topo);
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod bandwidth;
 pub mod c2c;
+pub mod concurrent;
 pub mod domains;
 pub mod latency;
 pub mod loaded;

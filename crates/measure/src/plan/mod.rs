@@ -13,6 +13,7 @@ use crate::latency::{LatencyCellSpec, LatencyPlan};
 
 pub mod bandwidth;
 pub mod c2c;
+pub mod concurrent;
 pub mod interleave;
 pub mod loaded;
 pub mod sweep;
