@@ -336,6 +336,12 @@ pub struct LoadedLatencyArgs {
     /// Node of the chase and of the load's arrays (default: the latency CPU's node)
     #[arg(long, value_name = "NODE")]
     pub mem_node: Option<u32>,
+    /// Load from the allowed CPUs of these nodes (e.g. the other socket's), in this order
+    #[arg(long, value_name = "LIST", value_parser = parse_ordered)]
+    pub load_nodes: Option<IdList>,
+    /// Where the load's arrays live: one node for all, or one per --load-nodes node in the same order (default: the chase's node)
+    #[arg(long, value_name = "LIST", value_parser = parse_ordered)]
+    pub load_mem_nodes: Option<IdList>,
     /// The load's access mix (see `bandwidth --help`)
     #[arg(long, value_name = "MIX", default_value = "read")]
     pub mix: Mix,
@@ -432,6 +438,15 @@ fn parse_list(s: &str) -> Result<IdList, String> {
         return Err("empty list".into());
     }
     Ok(IdList(v))
+}
+
+/// Node ids in the order given, repeats kept: "1,0" pairs with another list by position.
+fn parse_ordered(s: &str) -> Result<IdList, String> {
+    let ids: Result<Vec<u32>, _> = s.split(',').map(|x| x.trim().parse::<u32>()).collect();
+    match ids {
+        Ok(v) if !v.is_empty() => Ok(IdList(v)),
+        _ => Err(format!("'{s}' is not a list of node numbers like 1,0")),
+    }
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {

@@ -30,7 +30,9 @@ impl ConcurrentPattern {
     pub fn question(self) -> &'static str {
         match self {
             ConcurrentPattern::Pairs => "what two nodes get from each other's memory when both are busy",
-            ConcurrentPattern::AllRemote => "what every node gets from remote memory while every other node does the same",
+            ConcurrentPattern::AllRemote => {
+                "what every node gets from remote memory while every other node does the same"
+            }
             ConcurrentPattern::AllLocal => "what every node gets from its own memory while all of them run",
         }
     }
@@ -129,19 +131,37 @@ impl crate::Figures for ConcurrentReport {
         let (pattern, mix) = (self.pattern.name().to_string(), self.mix.mix.to_string());
         let mut out = vec![crate::Figure::of(
             "bandwidth-concurrent",
-            &[("pattern", pattern.clone()), ("mix", mix.clone()), ("stream", "total".into())],
+            &[
+                ("pattern", pattern.clone()),
+                ("mix", mix.clone()),
+                ("stream", "total".into()),
+            ],
             "bandwidth_gb_s",
             &m.total_gb_s,
         )];
         for s in &m.streams {
             let stream = format!("{}->{}", s.cpu_node, s.mem_node);
-            let dims = [("pattern", pattern.clone()), ("mix", mix.clone()), ("stream", stream)];
-            out.push(crate::Figure::of("bandwidth-concurrent", &dims, "bandwidth_gb_s", &s.bandwidth_gb_s));
+            let dims = [
+                ("pattern", pattern.clone()),
+                ("mix", mix.clone()),
+                ("stream", stream),
+            ];
+            out.push(crate::Figure::of(
+                "bandwidth-concurrent",
+                &dims,
+                "bandwidth_gb_s",
+                &s.bandwidth_gb_s,
+            ));
         }
         for l in &m.links {
             let link = format!("socket {}->{}", l.from_socket, l.to_socket);
             let dims = [("pattern", pattern.clone()), ("mix", mix.clone()), ("link", link)];
-            out.push(crate::Figure::single("bandwidth-concurrent", &dims, "link_gb_s", l.gb_s));
+            out.push(crate::Figure::single(
+                "bandwidth-concurrent",
+                &dims,
+                "link_gb_s",
+                l.gb_s,
+            ));
         }
         out
     }
@@ -170,7 +190,10 @@ pub fn link_flows(streams: &[(u32, u32, f64)], read_fraction: f64) -> Vec<LinkFl
         if from == to || gb_s <= 0.0 {
             return;
         }
-        match flows.iter_mut().find(|f| f.from_socket == from && f.to_socket == to) {
+        match flows
+            .iter_mut()
+            .find(|f| f.from_socket == from && f.to_socket == to)
+        {
             Some(f) => f.gb_s += gb_s,
             None => flows.push(LinkFlow {
                 from_socket: from,

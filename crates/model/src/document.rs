@@ -10,10 +10,10 @@ use thiserror::Error;
 use crate::failures::{Failure, Failures};
 use crate::suite::RunReport;
 use crate::{
-    BandwidthReport, C2cReport, ConcurrentReport, DomainScalingReport, Environment, Figure, Figures, GpuBandwidthReport,
-    GpuCopyReport, GpuHostLatencyReport, GpuInfoReport, GpuInjectionReport, GpuLatencyReport,
-    GpuLoadedLatencyReport, LatencyReport, LoadedLatencyReport, MonitorReport, StreamReport, SweepReport,
-    SCHEMA_VERSION,
+    BandwidthReport, C2cReport, ConcurrentReport, DomainScalingReport, Environment, Figure, Figures,
+    GpuBandwidthReport, GpuCopyReport, GpuHostLatencyReport, GpuInfoReport, GpuInjectionReport,
+    GpuLatencyReport, GpuLoadedLatencyReport, LatencyReport, LoadedLatencyReport, MonitorReport,
+    StreamReport, SweepReport, SCHEMA_VERSION,
 };
 
 /// The result of one command, by kind.
@@ -107,7 +107,9 @@ impl Document {
             // --per-domain is the shape with domains measured alone.
             "bandwidth" if result.get("alone").is_some() => Document::BandwidthDomains(typed(c, result)?),
             // --concurrent is the shape with streams run together.
-            "bandwidth" if result.get("pattern").is_some() => Document::BandwidthConcurrent(typed(c, result)?),
+            "bandwidth" if result.get("pattern").is_some() => {
+                Document::BandwidthConcurrent(typed(c, result)?)
+            }
             "bandwidth" => Document::Bandwidth(typed(c, result)?),
             "stream" => Document::Stream(typed(c, result)?),
             "loaded-latency" => Document::LoadedLatency(typed(c, result)?),
@@ -130,7 +132,9 @@ impl Document {
     pub fn command(&self) -> &'static str {
         match self {
             Document::Latency(_) => "latency",
-            Document::Bandwidth(_) | Document::BandwidthDomains(_) | Document::BandwidthConcurrent(_) => "bandwidth",
+            Document::Bandwidth(_) | Document::BandwidthDomains(_) | Document::BandwidthConcurrent(_) => {
+                "bandwidth"
+            }
             Document::Stream(_) => "stream",
             Document::LoadedLatency(_) => "loaded-latency",
             Document::C2c(_) => "c2c",

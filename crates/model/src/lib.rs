@@ -25,8 +25,8 @@ pub mod units;
 
 pub use c2c::*;
 pub use concurrent::{
-    link_flows, overlap_pct, ConcurrentMeasurement, ConcurrentPattern, ConcurrentReport, ConcurrentStreamSpec,
-    LinkFlow, StreamRate,
+    link_flows, overlap_pct, ConcurrentMeasurement, ConcurrentPattern, ConcurrentReport,
+    ConcurrentStreamSpec, LinkFlow, StreamRate,
 };
 pub use document::{Document, DocumentError, StoredDocument};
 pub use failures::{Failure, Failures};

@@ -404,10 +404,14 @@ pub struct LoadedLatencyReport {
     pub latency_cpu: u32,
     /// The latency CPU's L3 domain (index into the topology's `l3_domains`).
     pub latency_domain: Option<usize>,
-    /// The node every buffer lives on: the chase and the load threads' arrays.
+    /// The chase's node, and the load threads' too unless `load_mem_nodes` says otherwise.
     pub mem_node: u32,
     /// Every CPU that runs load in some step.
     pub load_cpus: Vec<u32>,
+    /// The node of each load CPU's arrays, in the order of `load_cpus`; empty when all
+    /// are on `mem_node` (`--load-mem-nodes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub load_mem_nodes: Vec<u32>,
     pub mix: MixInfo,
     pub kernel: String,
     pub huge_pages: HugePages,

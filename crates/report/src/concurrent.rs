@@ -21,7 +21,12 @@ pub fn concurrent(r: &ConcurrentReport) -> String {
     let mut rows: Vec<(String, f64)> = m
         .streams
         .iter()
-        .map(|s| (format!("node {} \u{2192} {}", s.cpu_node, s.mem_node), s.bandwidth_gb_s.median))
+        .map(|s| {
+            (
+                format!("node {} \u{2192} {}", s.cpu_node, s.mem_node),
+                s.bandwidth_gb_s.median,
+            )
+        })
         .collect();
     rows.push(("all at once".into(), m.total_gb_s.median));
     let mut s = format!(
@@ -40,16 +45,29 @@ pub fn concurrent(r: &ConcurrentReport) -> String {
         let flows: Vec<String> = m
             .links
             .iter()
-            .map(|l| format!("socket {} \u{2192} {}: {:.1} GB/s ({:.0} %)", l.from_socket, l.to_socket, l.gb_s, l.share_pct))
+            .map(|l| {
+                format!(
+                    "socket {} \u{2192} {}: {:.1} GB/s ({:.0} %)",
+                    l.from_socket, l.to_socket, l.gb_s, l.share_pct
+                )
+            })
             .collect();
-        let _ = write!(s, "<p class=\"meta\">Across sockets: {}.</p>", esc(&flows.join("; ")));
+        let _ = write!(
+            s,
+            "<p class=\"meta\">Across sockets: {}.</p>",
+            esc(&flows.join("; "))
+        );
     }
     s
 }
 
 /// Horizontal bars, longest = the largest value, each labelled with its GB/s.
 fn bars(rows: &[(String, f64)]) -> String {
-    let max = rows.iter().map(|r| r.1).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
+    let max = rows
+        .iter()
+        .map(|r| r.1)
+        .fold(0.0, f64::max)
+        .max(f64::MIN_POSITIVE);
     let height = ROW * rows.len() as f64 + 4.0;
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" role=\"img\">",

@@ -30,6 +30,8 @@ pub fn measure(ctx: &Ctx, topo: &Topology, a: &LoadedLatencyArgs) -> Result<Load
         load_cpus: a.load_cpus.as_ref().map(|l| l.0.clone()),
         load_domain: a.load_domain,
         mem_node: a.mem_node,
+        load_nodes: a.load_nodes.as_ref().map(|l| l.0.clone()),
+        load_mem_nodes: a.load_mem_nodes.as_ref().map(|l| l.0.clone()),
         mix: a.mix,
         spread: a.spread,
         points: a.points,
@@ -66,8 +68,16 @@ fn latency_cells(o: &Outcome<LatencyMeasurement>) -> Vec<String> {
 }
 
 pub fn render(r: &LoadedLatencyReport) -> String {
+    let mut mem: Vec<u32> = r.load_mem_nodes.clone();
+    mem.sort_unstable();
+    mem.dedup();
+    let load_where = if mem.is_empty() {
+        "it".to_string()
+    } else {
+        format!("node(s) {}", format_cpulist(&mem))
+    };
     let mut out = format!(
-        "Loaded latency: CPU {} chases a random cycle of {} on node {}; CPUs {} load it with mix {} ({}), {} per array per thread, {} kernel, huge pages: {}\n",
+        "Loaded latency: CPU {} chases a random cycle of {} on node {}; CPUs {} load {load_where} with mix {} ({}), {} per array per thread, {} kernel, huge pages: {}\n",
         r.latency_cpu,
         format_size(r.chase_size_bytes),
         r.mem_node,

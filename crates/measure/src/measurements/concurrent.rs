@@ -6,8 +6,8 @@
 use std::time::Instant;
 
 use memfabric_model::{
-    link_flows, overlap_pct, ConcurrentMeasurement, ConcurrentPattern, ConcurrentReport, ConcurrentStreamSpec,
-    Mix, MixInfo, Outcome, StreamRate, Summary,
+    link_flows, overlap_pct, ConcurrentMeasurement, ConcurrentPattern, ConcurrentReport,
+    ConcurrentStreamSpec, Mix, MixInfo, Outcome, StreamRate, Summary,
 };
 
 use crate::bandwidth::{run_mix, KernelOptions, Ran};
@@ -48,7 +48,12 @@ fn measure(plan: &ConcurrentPlan, obs: &dyn Observer) -> Outcome<ConcurrentMeasu
     let members: Vec<Member> = plan
         .streams
         .iter()
-        .flat_map(|s| s.cpus.iter().map(|&cpu| Member { cpu, mem_node: s.mem_node }))
+        .flat_map(|s| {
+            s.cpus.iter().map(|&cpu| Member {
+                cpu,
+                mem_node: s.mem_node,
+            })
+        })
         .collect();
     match run_mix(plan.mix, &members, None, &plan.kernel, 1, obs, &|_| {}) {
         Ok(ran) => summarize(plan, ran),
@@ -111,7 +116,8 @@ fn summarize(plan: &ConcurrentPlan, ran: Ran) -> Outcome<ConcurrentMeasurement> 
         .zip(&streams)
         .filter_map(|(&(c, m), s)| Some((c?, m?, s.bandwidth_gb_s.median)))
         .collect();
-    let read_fraction = plan.mix.read_arrays() as f64 / (plan.mix.read_arrays() + plan.mix.written_arrays()) as f64;
+    let read_fraction =
+        plan.mix.read_arrays() as f64 / (plan.mix.read_arrays() + plan.mix.written_arrays()) as f64;
     Outcome::Ok(ConcurrentMeasurement {
         total_gb_s: Summary::of(&total_samples_gb_s).expect("samples"),
         total_samples_gb_s,

@@ -107,6 +107,11 @@ pub fn run(plan: &LoadedPlan, obs: &dyn Observer) -> LoadedLatencyReport {
         latency_domain: plan.latency_domain,
         mem_node: plan.mem_node,
         load_cpus: plan.load.iter().map(|l| l.member.cpu).collect(),
+        load_mem_nodes: if plan.load.iter().all(|l| l.member.mem_node == plan.mem_node) {
+            Vec::new()
+        } else {
+            plan.load.iter().map(|l| l.member.mem_node).collect()
+        },
         mix: MixInfo::of(plan.mix),
         kernel: plan.kernel.isa.name().into(),
         huge_pages: plan.kernel.huge_pages,

@@ -20,11 +20,16 @@ pub struct ConcurrentOptions {
     pub isa: Isa,
 }
 
-pub fn concurrent_plan(m: &Machine, sel: &Selection, opt: &ConcurrentOptions) -> Result<ConcurrentPlan, PlanError> {
+pub fn concurrent_plan(
+    m: &Machine,
+    sel: &Selection,
+    opt: &ConcurrentOptions,
+) -> Result<ConcurrentPlan, PlanError> {
     check_kernel(opt.isa, &[opt.mix], opt.samples)?;
     if sel.matrix || sel.interleave.is_some() {
         return Err(PlanError::Conflict(
-            "--concurrent chooses each stream's memory itself: it takes neither --matrix nor --interleave".into(),
+            "--concurrent chooses each stream's memory itself: it takes neither --matrix nor --interleave"
+                .into(),
         ));
     }
     let cpu_nodes = m.cpu_nodes(sel)?;
@@ -98,7 +103,11 @@ pub fn streams(
                 [a, b, ..] if !named => Ok(vec![(*a, *b), (*b, *a)]),
                 _ => refuse(format!(
                     "--concurrent pairs needs two CPU nodes that have memory; {} has {} ({})",
-                    if named { "--cpu-nodes names" } else { "this machine" },
+                    if named {
+                        "--cpu-nodes names"
+                    } else {
+                        "this machine"
+                    },
                     two.len(),
                     format_cpulist(&two),
                 )),
@@ -152,8 +161,14 @@ mod tests {
         // Two CPU nodes, a third with memory only (the VM rig's guest).
         let (cpu, mem) = ([0, 1], [0, 1, 2]);
         assert_eq!(streams(Pairs, &cpu, &mem, false).unwrap(), vec![(0, 1), (1, 0)]);
-        assert_eq!(streams(AllRemote, &cpu, &mem, false).unwrap(), vec![(0, 1), (1, 2)]);
-        assert_eq!(streams(AllLocal, &cpu, &mem, false).unwrap(), vec![(0, 0), (1, 1)]);
+        assert_eq!(
+            streams(AllRemote, &cpu, &mem, false).unwrap(),
+            vec![(0, 1), (1, 2)]
+        );
+        assert_eq!(
+            streams(AllLocal, &cpu, &mem, false).unwrap(),
+            vec![(0, 0), (1, 1)]
+        );
     }
 
     #[test]
@@ -173,7 +188,9 @@ mod tests {
         let e = streams(Pairs, &[0], &[0], false).unwrap_err().to_string();
         assert!(e.contains("needs two CPU nodes"), "{e}");
         assert!(!e.contains('\n'));
-        let e = streams(Pairs, &[0, 1, 2], &[0, 1, 2], true).unwrap_err().to_string();
+        let e = streams(Pairs, &[0, 1, 2], &[0, 1, 2], true)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--cpu-nodes names 3 (0-2)"), "{e}");
     }
 }
@@ -183,7 +200,12 @@ impl Machine<'_> {
     /// CPUs span packages.
     pub(crate) fn socket_of_node(&self, node: u32) -> Option<u32> {
         let n = self.topo.node(node)?;
-        let mut packages: Vec<u32> = n.cpus.iter().filter_map(|&c| self.topo.cpu(c)).map(|c| c.package).collect();
+        let mut packages: Vec<u32> = n
+            .cpus
+            .iter()
+            .filter_map(|&c| self.topo.cpu(c))
+            .map(|c| c.package)
+            .collect();
         packages.dedup();
         match packages.as_slice() {
             [p] => Some(*p),

@@ -21,6 +21,11 @@ pub struct LoadedOptions {
     /// Load from the allowed CPUs of this L3 domain.
     pub load_domain: Option<usize>,
     pub mem_node: Option<u32>,
+    /// Load from the allowed CPUs of these nodes.
+    pub load_nodes: Option<Vec<u32>>,
+    /// Where the load's arrays live: one node for all, or one per --load-nodes node
+    /// (default: the chase's node).
+    pub load_mem_nodes: Option<Vec<u32>>,
     pub mix: Mix,
     /// One step per L3 domain, added one by one at full speed.
     pub spread: bool,
@@ -68,15 +73,22 @@ pub fn loaded_plan(m: &Machine, opt: &LoadedOptions) -> Result<LoadedPlan, PlanE
     };
     let window_bytes = chase_shape(chase_size, &latency)?;
     let array_bytes = m.array_bytes(opt.array_bytes_per_thread, load.len());
-    let arrays = array_bytes
-        .saturating_mul(opt.mix.arrays())
-        .saturating_mul(load.len() as u64);
-    // The chase's visit order is built beside it: 8 bytes per 64-byte line.
-    m.check_fits(
-        mem_node,
-        arrays.saturating_add(chase_size + chase_size / 8),
-        opt.huge_pages,
-    )?;
+    let mut nodes: Vec<u32> = load.iter().map(|l| l.member.mem_node).chain([mem_node]).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    for node in nodes {
+        let threads = load.iter().filter(|l| l.member.mem_node == node).count() as u64;
+        let arrays = array_bytes
+            .saturating_mul(opt.mix.arrays())
+            .saturating_mul(threads);
+        // The chase's visit order is built beside it: 8 bytes per 64-byte line.
+        let chase = if node == mem_node {
+            chase_size + chase_size / 8
+        } else {
+            0
+        };
+        m.check_fits(node, arrays.saturating_add(chase), opt.huge_pages)?;
+    }
     Ok(LoadedPlan {
         latency_cpu,
         latency_domain: m.topo.cpu(latency_cpu).and_then(|c| c.l3_domain),
@@ -116,8 +128,18 @@ fn check_options(opt: &LoadedOptions) -> Result<(), PlanError> {
     if opt.load_cpus.is_some() && opt.load_domain.is_some() {
         return conflict("--load-cpus and --load-domain cannot be combined");
     }
-    if opt.spread && (opt.load_cpus.is_some() || opt.load_domain.is_some()) {
-        return conflict("--spread loads every L3 domain in turn; drop --load-cpus and --load-domain");
+    let choosers = [
+        opt.load_cpus.is_some(),
+        opt.load_domain.is_some(),
+        opt.load_nodes.is_some(),
+    ];
+    if choosers.iter().filter(|&&c| c).count() > 1 {
+        return conflict("choose the load CPUs one way: --load-cpus, --load-domain or --load-nodes");
+    }
+    if opt.spread && choosers.contains(&true) {
+        return conflict(
+            "--spread loads every L3 domain in turn; drop --load-cpus, --load-domain and --load-nodes",
+        );
     }
     if !opt.spread && opt.points < MIN_POINTS {
         return Err(PlanError::BadValue(format!(
@@ -136,10 +158,14 @@ fn throttled(
     mem_node: u32,
 ) -> Result<(Vec<LoadThread>, Vec<Step>), PlanError> {
     let cpus = load_cpus(m, opt, latency_cpu)?;
+    let load_mem = load_memory(m, opt, mem_node)?;
     let load = cpus
         .iter()
         .map(|&cpu| LoadThread {
-            member: Member { cpu, mem_node },
+            member: Member {
+                cpu,
+                mem_node: load_mem(m.node_of_cpu(cpu)),
+            },
             from_step: 0,
         })
         .collect();
@@ -176,8 +202,49 @@ fn domain_cpus(m: &Machine, d: usize) -> Result<Vec<u32>, PlanError> {
         .collect())
 }
 
-/// The CPUs that load: those named, a domain's, or every other allowed CPU.
+/// Where each load CPU's arrays go, by the CPU's node: one --load-mem-nodes node for
+/// all, else the one in the same place as its --load-nodes node, else the chase's.
+fn load_memory(m: &Machine, opt: &LoadedOptions, chase_node: u32) -> Result<impl Fn(u32) -> u32, PlanError> {
+    let given = opt.load_mem_nodes.clone().unwrap_or_default();
+    for &n in &given {
+        m.check_mem_node(n)?;
+    }
+    let load_nodes = opt.load_nodes.clone().unwrap_or_default();
+    if given.len() > 1 && given.len() != load_nodes.len() {
+        return Err(PlanError::BadValue(format!(
+            "--load-mem-nodes gives {} nodes for {} --load-nodes: give one for all, or one per load node in the same order",
+            given.len(),
+            load_nodes.len()
+        )));
+    }
+    Ok(move |cpu_node: u32| match given.as_slice() {
+        [] => chase_node,
+        [one] => *one,
+        many => load_nodes
+            .iter()
+            .position(|&n| n == cpu_node)
+            .map_or(chase_node, |i| many[i]),
+    })
+}
+
+/// The CPUs that load: those named, a domain's, some nodes', or every other allowed CPU.
 fn load_cpus(m: &Machine, opt: &LoadedOptions, latency_cpu: u32) -> Result<Vec<u32>, PlanError> {
+    if let Some(nodes) = &opt.load_nodes {
+        let mut cpus = Vec::new();
+        for (i, &n) in nodes.iter().enumerate() {
+            if nodes[..i].contains(&n) {
+                return Err(PlanError::BadValue(format!("--load-nodes names node {n} twice")));
+            }
+            cpus.extend(m.allowed_cpus_of(n)?.into_iter().filter(|&c| c != latency_cpu));
+        }
+        if cpus.is_empty() {
+            return Err(PlanError::BadValue(format!(
+                "--load-nodes {}: no CPU left to load besides latency CPU {latency_cpu}",
+                format_cpulist(nodes)
+            )));
+        }
+        return Ok(cpus);
+    }
     let cpus = match (&opt.load_cpus, opt.load_domain) {
         (Some(list), _) => {
             for &c in list {

@@ -23,7 +23,9 @@ pub fn measure_concurrent(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Resu
     let threads = match a.threads.as_ref().map(|t| t.0.as_slice()) {
         None => None,
         Some([t]) => Some(*t),
-        Some(_) => return Err(Usage("--concurrent takes one --threads count (threads per stream)".into()).into()),
+        Some(_) => {
+            return Err(Usage("--concurrent takes one --threads count (threads per stream)".into()).into())
+        }
     };
     let options = ConcurrentOptions {
         pattern: pattern.into(),
@@ -60,7 +62,15 @@ pub fn render_concurrent(r: &ConcurrentReport) -> String {
         Outcome::Failed { reason } => return out + &format!("FAILED: {reason}\n"),
         Outcome::Skipped { reason } => return out + &format!("skipped: {reason}\n"),
     };
-    let mut t = Table::new(&["<stream", "<cpus", "median GB/s", "min", "max", "cv %", "<placement"]);
+    let mut t = Table::new(&[
+        "<stream",
+        "<cpus",
+        "median GB/s",
+        "min",
+        "max",
+        "cv %",
+        "<placement",
+    ]);
     for (spec, s) in r.streams.iter().zip(&m.streams) {
         t.row(vec![
             format!("node {} -> node {}", s.cpu_node, s.mem_node),
@@ -91,9 +101,17 @@ pub fn render_concurrent(r: &ConcurrentReport) -> String {
         let flows: Vec<String> = m
             .links
             .iter()
-            .map(|l| format!("socket {} -> {}: {:.2} GB/s ({:.0} %)", l.from_socket, l.to_socket, l.gb_s, l.share_pct))
+            .map(|l| {
+                format!(
+                    "socket {} -> {}: {:.2} GB/s ({:.0} %)",
+                    l.from_socket, l.to_socket, l.gb_s, l.share_pct
+                )
+            })
             .collect();
-        out += &format!("Across the socket links (reads flow memory -> CPU, writes back): {}\n", flows.join("; "));
+        out += &format!(
+            "Across the socket links (reads flow memory -> CPU, writes back): {}\n",
+            flows.join("; ")
+        );
     }
     out
 }
