@@ -1,7 +1,7 @@
 //! The environment every result records: what could change the numbers.
 
 use memfabric_model::{Environment, TimerInfo};
-use memfabric_topo::{format_cpulist, Host, Roots, Topology};
+use memfabric_topo::{format_cpulist, Host, Platform, Roots, Topology};
 
 use crate::sys;
 
@@ -24,6 +24,11 @@ pub fn environment(topo: &Topology, roots: &Roots) -> Environment {
         cpus_allowed: format_cpulist(&allowed),
         numa_nodes: topo.nodes.len(),
         timer: timer_info(&host),
+        platform: Some(Platform::read(
+            topo,
+            roots,
+            &memfabric_topo::live_memory_devices(topo),
+        )),
     }
 }
 

@@ -1,51 +1,15 @@
 //! Plans resolved against the sysfs trees of real machine shapes in tests/fixtures.
 
-use std::path::PathBuf;
-use std::time::Duration;
+mod common;
 
+use common::{all_cpus, bw, fixture, lat, loaded};
 use memfabric_measure::kernels::Isa;
 use memfabric_measure::plan::loaded::{loaded_plan, LoadedOptions};
 use memfabric_measure::plan::{
-    bandwidth_plan, domain_plan, latency_plan, stream_plan, BandwidthOptions, DomainOptions, LatencyOptions,
-    Machine, PlanError, Selection, StreamOptions,
+    bandwidth_plan, domain_plan, latency_plan, stream_plan, BandwidthOptions, DomainOptions, Machine,
+    PlanError, Selection, StreamOptions,
 };
-use memfabric_model::{HugePages, Mix, Pattern};
-use memfabric_topo::Topology;
-
-fn fixture(name: &str) -> Topology {
-    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures"))
-        .join(name)
-        .join("sys");
-    Topology::read(&root).expect("fixture reads")
-}
-
-fn all_cpus(t: &Topology) -> Vec<u32> {
-    t.cpus.iter().map(|c| c.id).collect()
-}
-
-fn lat(size: Option<u64>, huge: HugePages) -> LatencyOptions {
-    LatencyOptions {
-        size_bytes: size,
-        stride_bytes: 64,
-        window_bytes: None,
-        pattern: Pattern::Random,
-        huge_pages: huge,
-        samples: 5,
-        sample_time: Duration::from_millis(1),
-        seed: 1,
-    }
-}
-
-fn bw(threads: Option<usize>) -> BandwidthOptions {
-    BandwidthOptions {
-        mixes: vec![Mix::Read],
-        array_bytes_per_thread: Some(1 << 20),
-        threads: threads.into_iter().collect(),
-        huge_pages: HugePages::Off,
-        samples: 3,
-        isa: Isa::Scalar,
-    }
-}
+use memfabric_model::{HugePages, Mix};
 
 fn matrix() -> Selection {
     Selection {
@@ -313,28 +277,6 @@ fn stream_splits_threads_over_nodes_and_keeps_parts_local() {
         stream_plan(&m, &Selection::default(), &huge),
         Err(PlanError::TooLarge { .. })
     ));
-}
-
-fn loaded(f: impl FnOnce(&mut LoadedOptions)) -> LoadedOptions {
-    let mut o = LoadedOptions {
-        latency_cpu: None,
-        latency_domain: None,
-        load_cpus: None,
-        load_domain: None,
-        mem_node: None,
-        mix: Mix::Read,
-        spread: false,
-        points: 16,
-        chase_bytes: Some(64 << 20),
-        array_bytes_per_thread: Some(1 << 20),
-        huge_pages: HugePages::Off,
-        samples: 3,
-        sample_time: Duration::from_millis(1),
-        isa: Isa::Scalar,
-        seed: 1,
-    };
-    f(&mut o);
-    o
 }
 
 #[test]

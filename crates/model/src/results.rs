@@ -42,6 +42,10 @@ pub struct Environment {
     pub cpus_allowed: String,
     pub numa_nodes: usize,
     pub timer: TimerInfo,
+    /// Firmware, NUMA layout, DIMM speeds, kernel memory options and socket links:
+    /// what explains a result beside others. Absent in documents before 0.5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<memfabric_topo::Platform>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::document::Document;
 use crate::failures::{Failure, Failures};
 use crate::{
-    BandwidthReport, C2cReport, Figure, Figures, GpuBandwidthReport, GpuCopyReport, LatencyReport,
-    LoadedLatencyReport, SweepReport,
+    BandwidthReport, C2cReport, ConcurrentReport, Figure, Figures, GpuBandwidthReport, GpuCopyReport,
+    LatencyReport, LoadedLatencyReport, StreamReport, SweepReport,
 };
 
 /// One measurement of the suite.
@@ -21,6 +21,11 @@ pub enum Cell {
     Bandwidth,
     /// Every access mix, each node's own memory.
     Mixes,
+    /// STREAM with every thread's memory interleaved over all nodes (NPS0-like);
+    /// multi-node machines only.
+    Interleaved,
+    /// Every node reading another node's memory at once; multi-node machines only.
+    AllRemote,
     LoadedLatency,
     C2c,
     Sweep,
@@ -30,10 +35,12 @@ pub enum Cell {
 
 impl Cell {
     /// In the order the suite runs them.
-    pub const ALL: [Cell; 8] = [
+    pub const ALL: [Cell; 10] = [
         Cell::Latency,
         Cell::Bandwidth,
         Cell::Mixes,
+        Cell::Interleaved,
+        Cell::AllRemote,
         Cell::LoadedLatency,
         Cell::C2c,
         Cell::Sweep,
@@ -47,6 +54,8 @@ impl Cell {
             Cell::Latency => "latency",
             Cell::Bandwidth => "bandwidth",
             Cell::Mixes => "mixes",
+            Cell::Interleaved => "interleaved",
+            Cell::AllRemote => "all_remote",
             Cell::LoadedLatency => "loaded_latency",
             Cell::C2c => "c2c",
             Cell::Sweep => "sweep",
@@ -61,6 +70,8 @@ impl Cell {
             Cell::Latency => "Idle latency",
             Cell::Bandwidth => "Bandwidth",
             Cell::Mixes => "Bandwidth by access mix",
+            Cell::Interleaved => "STREAM, memory interleaved over every node",
+            Cell::AllRemote => "Every node reading remote memory at once",
             Cell::LoadedLatency => "Loaded latency",
             Cell::C2c => "Core-to-core latency",
             Cell::Sweep => "Cache hierarchy sweep",
@@ -69,11 +80,18 @@ impl Cell {
         }
     }
 
+    /// Measured only where there is more than one memory node: a one-node machine has
+    /// nothing to interleave across and no remote memory.
+    pub fn needs_nodes(self) -> bool {
+        matches!(self, Cell::Interleaved | Cell::AllRemote)
+    }
+
     /// The `measurement` of its saved figures, where it differs from the document's
     /// command (two cells are bandwidth documents).
     fn figure_measurement(self) -> Option<&'static str> {
         match self {
             Cell::Mixes => Some("bandwidth-mixes"),
+            Cell::Interleaved => Some("stream-interleaved"),
             _ => None,
         }
     }
@@ -90,6 +108,11 @@ pub struct RunReport {
     pub latency: LatencyReport,
     pub bandwidth: BandwidthReport,
     pub mixes: BandwidthReport,
+    /// Absent on one-node machines, and in runs of memfabric before 0.5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleaved: Option<StreamReport>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all_remote: Option<ConcurrentReport>,
     pub loaded_latency: LoadedLatencyReport,
     pub c2c: C2cReport,
     pub sweep: SweepReport,
@@ -131,6 +154,20 @@ impl RunReport {
                 }
             };
         }
+        macro_rules! optional {
+            ($cell:expr, $variant:ident) => {
+                match take($cell) {
+                    None => None,
+                    Some(Document::$variant(r)) => Some(r),
+                    Some(other) => {
+                        return Err(WrongDocument {
+                            cell: $cell.name(),
+                            got: other.command(),
+                        })
+                    }
+                }
+            };
+        }
         Ok(RunReport {
             suite,
             steps,
@@ -138,6 +175,8 @@ impl RunReport {
             latency: part!(Cell::Latency, Latency),
             bandwidth: part!(Cell::Bandwidth, Bandwidth),
             mixes: part!(Cell::Mixes, Bandwidth),
+            interleaved: optional!(Cell::Interleaved, Stream),
+            all_remote: optional!(Cell::AllRemote, BandwidthConcurrent),
             loaded_latency: part!(Cell::LoadedLatency, LoadedLatency),
             c2c: part!(Cell::C2c, C2c),
             sweep: part!(Cell::Sweep, Sweep),
@@ -146,25 +185,36 @@ impl RunReport {
         })
     }
 
-    /// A cell's result as a document of its own.
-    pub fn part(&self, cell: Cell) -> Document {
-        match cell {
+    /// A cell's result as a document of its own; None for a cell this run did not
+    /// measure (see [`Cell::needs_nodes`]).
+    pub fn part(&self, cell: Cell) -> Option<Document> {
+        Some(match cell {
             Cell::Latency => Document::Latency(self.latency.clone()),
             Cell::Bandwidth => Document::Bandwidth(self.bandwidth.clone()),
             Cell::Mixes => Document::Bandwidth(self.mixes.clone()),
+            Cell::Interleaved => Document::Stream(self.interleaved.clone()?),
+            Cell::AllRemote => Document::BandwidthConcurrent(self.all_remote.clone()?),
             Cell::LoadedLatency => Document::LoadedLatency(self.loaded_latency.clone()),
             Cell::C2c => Document::C2c(self.c2c.clone()),
             Cell::Sweep => Document::Sweep(self.sweep.clone()),
             Cell::GpuBandwidth => Document::GpuBandwidth(self.gpu_bandwidth.clone()),
             Cell::GpuCopy => Document::GpuCopy(self.gpu_copy.clone()),
-        }
+        })
+    }
+
+    /// The cells this run measured, each with its document, in suite order.
+    pub fn parts(&self) -> Vec<(Cell, Document)> {
+        Cell::ALL
+            .iter()
+            .filter_map(|&c| self.part(c).map(|d| (c, d)))
+            .collect()
     }
 
     /// Every failed cell of every part, with the part it belongs to.
     pub fn failed_cells(&self) -> Vec<(Cell, Failure)> {
-        Cell::ALL
-            .iter()
-            .flat_map(|&c| self.part(c).failures().into_iter().map(move |f| (c, f)))
+        self.parts()
+            .into_iter()
+            .flat_map(|(c, d)| d.failures().into_iter().map(move |f| (c, f)))
             .collect()
     }
 }
@@ -172,8 +222,8 @@ impl RunReport {
 impl Figures for RunReport {
     fn figures(&self) -> Vec<Figure> {
         let mut out = Vec::new();
-        for cell in Cell::ALL {
-            for mut f in self.part(cell).figures() {
+        for (cell, doc) in self.parts() {
+            for mut f in doc.figures() {
                 if let Some(m) = cell.figure_measurement() {
                     f.measurement = m.into();
                 }

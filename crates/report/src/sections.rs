@@ -2,7 +2,7 @@
 //! matrices with their latency tiers, curves, and tables.
 
 use memfabric_model::{
-    BandwidthReport, C2cReport, Cell, Document, DramTraffic, LatencyReport, LoadedLatencyReport, Outcome,
+    BandwidthReport, C2cReport, Document, DramTraffic, LatencyReport, LoadedLatencyReport, Outcome,
     StreamReport, SweepLevels, SweepReport,
 };
 use memfabric_topo::Topology;
@@ -15,11 +15,7 @@ pub fn sections(doc: &Document) -> Vec<(String, String)> {
     match doc {
         Document::Run(r) => {
             let mut out = vec![("Topology".to_string(), topology(&r.topology))];
-            out.extend(
-                Cell::ALL
-                    .iter()
-                    .map(|&c| (c.title().to_string(), body(&r.part(c)))),
-            );
+            out.extend(r.parts().iter().map(|(c, d)| (c.title().to_string(), body(d))));
             out
         }
         other => vec![(title(other).to_string(), body(other))],

@@ -219,6 +219,7 @@ mod tests {
             latency_domain: Some(0),
             mem_node: 0,
             load_cpus: (1..16).collect(),
+            load_mem_nodes: Vec::new(),
             mix: MixInfo::of(Mix::Read),
             kernel: "avx512".into(),
             huge_pages: HugePages::Off,

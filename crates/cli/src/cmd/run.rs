@@ -47,6 +47,12 @@ fn step(cell: Cell, tier: Tier) -> &'static str {
         (Cell::Mixes, Quick) => "bandwidth --mix all --size 16M --samples 3",
         (Cell::Mixes, Default) => "bandwidth --mix all --size 64M --samples 5",
         (Cell::Mixes, Thorough) => "bandwidth --mix all",
+        (Cell::Interleaved, Quick) => "stream --interleave all --size 64M --ntimes 3",
+        (Cell::Interleaved, Default) => "stream --interleave all --size 512M --ntimes 5",
+        (Cell::Interleaved, Thorough) => "stream --interleave all",
+        (Cell::AllRemote, Quick) => "bandwidth --concurrent all-remote --size 16M --samples 3",
+        (Cell::AllRemote, Default) => "bandwidth --concurrent all-remote --size 64M --samples 5",
+        (Cell::AllRemote, Thorough) => "bandwidth --concurrent all-remote",
         (Cell::LoadedLatency, Quick) => {
             "loaded-latency --chase-size 64M --size 16M --points 12 --samples 3 --sample-ms 5"
         }
@@ -70,10 +76,11 @@ fn step(cell: Cell, tier: Tier) -> &'static str {
 }
 
 /// Every cell's command line, with the core-to-core CPUs sampled where the machine
-/// has many.
-fn steps(tier: Tier, c2c_cpus: Option<&str>) -> Vec<(Cell, String)> {
+/// has many; the cells that need several memory nodes only where there are.
+fn steps(tier: Tier, c2c_cpus: Option<&str>, memory_nodes: usize) -> Vec<(Cell, String)> {
     Cell::ALL
         .iter()
+        .filter(|c| memory_nodes > 1 || !c.needs_nodes())
         .map(|&cell| {
             let mut line = step(cell, tier).to_string();
             if let (Cell::C2c, Some(cpus)) = (cell, c2c_cpus) {
@@ -118,7 +125,11 @@ fn parse(step: &str) -> Command {
 fn measure(ctx: &Ctx, topo: &Topology, line: &str) -> Result<Document> {
     Ok(match parse(line) {
         Command::Latency(x) => super::latency::measure(ctx, topo, &x)?.into(),
+        Command::Bandwidth(x) if x.concurrent.is_some() => {
+            super::bandwidth::measure_concurrent(ctx, topo, &x)?.into()
+        }
         Command::Bandwidth(x) => super::bandwidth::measure(ctx, topo, &x)?.into(),
+        Command::Stream(x) => super::stream::measure(ctx, topo, &x)?.into(),
         Command::LoadedLatency(x) => super::loaded::measure(ctx, topo, &x)?.into(),
         Command::C2c(x) => super::c2c::measure(ctx, topo, &x)?.into(),
         Command::Sweep(x) => super::sweep::measure(ctx, topo, &x)?.into(),
@@ -152,10 +163,12 @@ fn verdict(report: &RunReport) -> (Status, Option<String>) {
 }
 
 /// One cell's part of the text output.
-fn render_part(cell: Cell, doc: &Document) -> String {
+fn render_part(cell: Cell, doc: &Document, topo: &Topology) -> String {
     match doc {
         Document::Latency(r) => super::latency::render(r),
         Document::Bandwidth(r) => super::bandwidth::render(r),
+        Document::Stream(r) => format!("{}: {}", cell.title(), super::stream::render(r, topo)),
+        Document::BandwidthConcurrent(r) => super::bandwidth::render_concurrent(r),
         Document::LoadedLatency(r) => super::loaded::render(r),
         Document::C2c(r) => super::c2c::render(r),
         Document::Sweep(r) => super::sweep::render(r),
@@ -172,7 +185,12 @@ fn render(report: &RunReport) -> String {
         format!("Steps: {}\n", report.steps.join("; ")),
         super::topology::render(&report.topology),
     ];
-    parts.extend(Cell::ALL.iter().map(|&c| render_part(c, &report.part(c))));
+    parts.extend(
+        report
+            .parts()
+            .iter()
+            .map(|(c, d)| render_part(*c, d, &report.topology)),
+    );
     format!(
         "memfabric run ({} suite)\n{}\n{}",
         report.suite,
@@ -190,7 +208,7 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
         _ => Tier::Default,
     };
     let sample = c2c_sample(&topo, &machine.allowed_cpus);
-    let steps = steps(tier, sample.as_deref());
+    let steps = steps(tier, sample.as_deref(), topo.memory_nodes().len());
     let mut parts = Vec::new();
     for (cell, line) in &steps {
         parts.push((*cell, measure(ctx, &topo, line)?));
@@ -219,7 +237,7 @@ mod tests {
     #[test]
     fn every_suite_step_parses() {
         for tier in [Tier::Quick, Tier::Default, Tier::Thorough] {
-            for (_, line) in steps(tier, Some("0-3")) {
+            for (_, line) in steps(tier, Some("0-3"), 2) {
                 let _ = parse(&line);
             }
         }
@@ -253,7 +271,11 @@ mod tests {
             );
         }
         // Every noisy result is counted once, in one line per likely cause.
-        let unfolded: String = Cell::ALL.iter().map(|&c| render_part(c, &r.part(c))).collect();
+        let unfolded: String = r
+            .parts()
+            .iter()
+            .map(|(c, d)| render_part(*c, d, &r.topology))
+            .collect();
         let warnings = unfolded.matches(": coefficient of variation ").count();
         assert!(warnings > 1, "the stored run has noisy results: {warnings}");
         assert_eq!(text.matches(": coefficient of variation ").count(), 0);

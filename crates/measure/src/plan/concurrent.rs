@@ -102,11 +102,11 @@ pub fn streams(
                 [a, b] => Ok(vec![(*a, *b), (*b, *a)]),
                 [a, b, ..] if !named => Ok(vec![(*a, *b), (*b, *a)]),
                 _ => refuse(format!(
-                    "--concurrent pairs needs two CPU nodes that have memory; {} has {} ({})",
+                    "--concurrent pairs needs two CPU nodes that have memory; {} {} ({})",
                     if named {
                         "--cpu-nodes names"
                     } else {
-                        "this machine"
+                        "this machine has"
                     },
                     two.len(),
                     format_cpulist(&two),

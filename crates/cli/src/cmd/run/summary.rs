@@ -67,6 +67,24 @@ fn bandwidth_rows(r: &RunReport, t: &mut Table) {
             t.row(vec![name.into(), v, "GB/s".into()]);
         }
     }
+    let triad = r.interleaved.as_ref().and_then(|s| s.outcome.ok()).and_then(|m| {
+        m.functions
+            .iter()
+            .find(|f| f.name == "Triad")
+            .map(|f| f.best_gb_s)
+    });
+    if let Some(gb_s) = triad {
+        let name = "STREAM Triad, memory interleaved over every node (numactl --interleave=all stream)";
+        t.row(vec![name.into(), format!("{gb_s:.1}"), "GB/s".into()]);
+    }
+    if let Some(m) = r.all_remote.as_ref().and_then(|c| c.outcome.ok()) {
+        let name = "read bandwidth, every node from remote memory at once, total";
+        t.row(vec![
+            name.into(),
+            format!("{:.1}", m.total_gb_s.median),
+            "GB/s".into(),
+        ]);
+    }
 }
 
 fn other_rows(r: &RunReport, t: &mut Table) {
