@@ -863,7 +863,15 @@ def _(r):
     # The rest of the suite: every mix on each node's own memory, loaded latency,
     # core-to-core over every CPU, and the sweep; the run saved and its report written.
     expect_eq(res["suite"], "quick", "run: suite")
-    expect_eq(len(res["steps"]), 8, "run: steps")
+    expect_eq(len(res["steps"]), 10, "run: steps")
+    # Several memory nodes: the interleaved STREAM and all-remote cells are in the suite.
+    inter = res["interleaved"]
+    expect_eq(inter["interleave"]["nodes"], MEM_NODES, "run: interleaved over every memory node")
+    expect_eq(inter["outcome"]["status"], "ok", "run: interleaved STREAM")
+    remote = res["all_remote"]
+    expect_eq([(s["cpu_node"], s["mem_node"]) for s in remote["streams"]], [(0, 1), (1, 2)], "run: all-remote streams")
+    expect_eq(remote["outcome"]["status"], "ok", "run: all-remote")
+    check_platform(envelope_env(r))
     for part in ("gpu_bandwidth", "gpu_copy"):
         expect_eq(res[part]["outcome"]["status"], "skipped", f"run: {part} without a GPU")
     mixes = res["mixes"]
@@ -1203,6 +1211,183 @@ def _(r):
     expect("--min 8M is larger than --max 1M" in r.stderr, f"stderr: {r.stderr!r}")
 
 
+# ---------------------------------------------------------------------------
+# Memory interleaved over nodes, streams at once, load from chosen nodes (issue:
+# the whole machine under load), and the platform facts every document records.
+# ---------------------------------------------------------------------------
+def envelope_env(r):
+    return r.json()["environment"]
+
+
+def check_platform(env):
+    """DMI, the NUMA layout, DIMM speeds, kernel options and links as the guest has them."""
+    p = env["platform"]
+    expect_eq(p["system_product"], {"known": DMI_SYSTEM["product"]}, "platform: system product")
+    expect_eq(p["system_vendor"], {"known": DMI_SYSTEM["manufacturer"]}, "platform: system vendor")
+    expect("known" in p["bios_vendor"] and p["bios_vendor"]["known"], f"platform: BIOS vendor {p['bios_vendor']}")
+    numa = p["numa"]
+    expect_eq(numa["sockets"], 2, "platform: sockets")
+    expect_eq([n["id"] for n in numa["nodes"]], MEM_NODES, "platform: nodes")
+    expect_eq(numa["distances"], DISTANCE, "platform: distances")
+    expect_eq(numa["cpu_nodes_per_socket"], 1, "platform: CPU nodes per socket")
+    expect("1 CPU-less node" in numa["described"], f"platform: {numa['described']!r}")
+    dimms = p["dimms"].get("known")
+    expect(dimms, f"platform: DIMMs not read: {p['dimms']}")
+    installed = [d for d in QEMU_VM if d.get("size_mb")]
+    expect_eq(len(dimms or []), len(installed), "platform: installed DIMMs")
+    expect(all(d["configured_mt_s"] == 4800 for d in dimms or []), f"platform: DIMM speeds {dimms}")
+    expect_eq(p["kernel_memory_options"], {"known": []}, "platform: kernel memory options")
+    expect("unknown" in p["socket_links"], f"platform: socket links {p['socket_links']}")
+
+
+def expect_shares(p, nodes, weights, where):
+    """An interleaved placement: verified, every page on the set, and each node's
+    share recomputed from its page count within the stated tolerance of its weight."""
+    s = p["interleave"]
+    expect(p["verified"], f"{where}: interleave not verified: {s}")
+    expect_eq(s["nodes"], nodes, f"{where} nodes")
+    expect_eq(s["weights"], weights, f"{where} weights")
+    expect_eq(p["pages_elsewhere"], [], f"{where} pages outside the set")
+    expect_eq(sum(s["pages_per_node"]), p["pages_sampled"], f"{where} pages counted")
+    total = sum(weights)
+    for node, w, pages in zip(nodes, weights, s["pages_per_node"]):
+        share = 100.0 * pages / p["pages_sampled"]
+        want = 100.0 * w / total
+        expect(abs(share - want) <= s["tolerance_pct"] <= 5.0,
+               f"{where}: node {node} holds {share:.1f}% of the pages, {want:.1f}% wanted (±{s['tolerance_pct']:.1f})")
+
+
+@command_check("stream-interleave-all")
+def _(r):
+    res = envelope(r, "stream")
+    expect_eq(res["interleave"], {"nodes": MEM_NODES, "weights": [1, 1, 1]}, "stream: interleave set")
+    expect_eq(res["cpus"], ALL_CPUS, "stream: threads on every node")
+    o = res["outcome"]
+    expect_eq(o["status"], "ok", f"stream --interleave all ({o.get('reason')})")
+    for cpu, p in zip(ALL_CPUS, o["placement"]):
+        expect_eq(p["thread_affinity"], [cpu], f"stream: thread on cpu {cpu}")
+        expect_shares(p, MEM_NODES, [1, 1, 1], f"stream: cpu {cpu}'s part")
+        expect("MPOL_INTERLEAVE" in p["method"], f"stream: method {p['method']!r}")
+
+
+@command_check("latency-interleave-weighted")
+def _(r):
+    res = envelope(r, "latency")
+    expect_eq(res["interleave"], {"nodes": [0, 2], "weights": [3, 1]}, "latency: interleave")
+    expect_eq(len(res["cells"]), 1, "latency: one cell (CPU node 0)")
+    o = res["cells"][0]["outcome"]
+    expect_eq(o["status"], "ok", f"latency interleaved ({o.get('reason')})")
+    expect_shares(o["placement"], [0, 2], [3, 1], "latency chase")
+    expect("MPOL_BIND" in o["placement"]["method"], f"weighted method {o['placement']['method']!r}")
+    expect(res["firmware"] is None, "no SLIT/HMAT comparison for an interleave")
+
+
+@command_check("bandwidth-interleave")
+def _(r):
+    res = envelope(r, "bandwidth")
+    expect_eq(res["interleave"]["nodes"], [1, 2], "bandwidth: interleave")
+    expect_eq(res["cpu_nodes"], [0, 1], "bandwidth: every CPU node")
+    for c in res["cells"]:
+        o = c["outcome"]
+        expect_eq(o["status"], "ok", f"bandwidth interleaved from node {c['cpu_node']}")
+        for cpu, p in zip(c["cpus"], o["placement"]):
+            expect_eq(p["thread_affinity"], [cpu], f"bandwidth: thread on cpu {cpu}")
+            expect_shares(p, [1, 2], [1, 1], f"bandwidth: cpu {cpu}")
+    expect(res.get("peak_unknown") and "interleaved" in res["peak_unknown"], f"peak: {res.get('peak_unknown')}")
+
+
+def expect_refused(r, want):
+    expect_eq(r.stdout.strip(), "rc=2", f"{r.name}: should exit 2 with nothing on stdout")
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    expect_eq(len(lines), 1, f"{r.name}: one line on stderr, got {lines}")
+    expect(want in r.stderr, f"{r.name}: stderr should say {want!r}: {r.stderr!r}")
+
+
+@command_check("interleave-bad-node")
+def _(r):
+    expect_refused(r, "node 7 does not exist (nodes: 0-2)")
+
+
+@command_check("interleave-empty")
+def _(r):
+    expect_refused(r, "--interleave needs at least one node")
+
+
+@command_check("interleave-bad-weights")
+def _(r):
+    expect_refused(r, "--interleave-weights gives 3 weights for 2 nodes (0,1)")
+
+
+@command_check("concurrent-bad")
+def _(r):
+    expect_refused(r, "--concurrent pairs needs two CPU nodes that have memory; --cpu-nodes names 1 (0)")
+
+
+def check_concurrent(r, pattern, pairs, mix, links):
+    """Streams run at once: every stream's window of every sample overlaps every
+    other's; each rate is its bytes over its window; the total is all bytes over the
+    whole span, at most the sum of the streams; and the link flows each way."""
+    res = envelope(r, "bandwidth")
+    expect_eq(res["pattern"], pattern, "concurrent: pattern")
+    expect_eq(res["mix"]["mix"], mix, "concurrent: mix")
+    expect_eq([(s["cpu_node"], s["mem_node"]) for s in res["streams"]], pairs, "concurrent: streams")
+    o = res["outcome"]
+    expect_eq(o["status"], "ok", f"concurrent {pattern} ({o.get('reason')})")
+    per_elem = mix_bytes_per_element(mix)
+    samples = len(o["total_samples_gb_s"])
+    expect_eq(samples, 3, "concurrent: samples")
+    for spec, s in zip(res["streams"], o["streams"]):
+        w = f"stream {s['cpu_node']}->{s['mem_node']}"
+        expect_eq(spec["cpus"], NODES[s["cpu_node"]][0], f"{w} CPUs")
+        expect_eq(s["bytes_per_sample"], len(spec["cpus"]) * res["array_bytes_per_thread"] // 8 * per_elem, f"{w} bytes")
+        for (a, b), gb in zip(s["windows_ns"], s["samples_gb_s"]):
+            expect(b > a, f"{w}: empty window")
+            expect(abs(gb - s["bytes_per_sample"] / (b - a)) <= 1e-6 * gb, f"{w}: rate {gb} is not bytes/window")
+        expect_thread_placements(s["placement"], spec["cpus"], [s["mem_node"]] * len(spec["cpus"]),
+                                 res["array_bytes_per_thread"], w)
+    all_bytes = sum(s["bytes_per_sample"] for s in o["streams"])
+    for k in range(samples):
+        windows = [s["windows_ns"][k] for s in o["streams"]]
+        expect(max(a for a, _ in windows) < min(b for _, b in windows), f"sample {k}: windows {windows} do not overlap")
+        span = max(b for _, b in windows) - min(a for a, _ in windows)
+        total = o["total_samples_gb_s"][k]
+        expect(abs(total - all_bytes / span) <= 0.02 * total, f"sample {k}: total {total} is not all bytes / span")
+        streams_sum = sum(s["samples_gb_s"][k] for s in o["streams"])
+        expect(total <= streams_sum * (1 + 1e-9), f"sample {k}: total {total} above the streams' sum {streams_sum}")
+    expect(0.0 < o["min_overlap_pct"] <= 100.0, f"overlap {o['min_overlap_pct']}")
+    got = [(l["from_socket"], l["to_socket"]) for l in o["links"]]
+    expect_eq(got, links, "concurrent: socket-link directions")
+    if o["links"]:
+        expect(abs(sum(l["share_pct"] for l in o["links"]) - 100.0) < 1e-6, "link shares add to 100 %")
+
+
+@command_check("concurrent-pairs")
+def _(r):
+    # copy: half the bytes read (memory socket -> CPU socket), half written back
+    check_concurrent(r, "pairs", [(0, 1), (1, 0)], "copy", [(0, 1), (1, 0)])
+
+
+@command_check("concurrent-all-remote")
+def _(r):
+    # node 2 has no CPUs (no socket): only 0 -> 1 crosses a known socket link
+    check_concurrent(r, "all-remote", [(0, 1), (1, 2)], "read", [(1, 0)])
+
+
+@command_check("concurrent-all-local")
+def _(r):
+    check_concurrent(r, "all-local", [(0, 0), (1, 1)], "read", [])
+
+
+@command_check("loaded-latency-load-nodes")
+def _(r):
+    res = envelope(r, "loaded-latency")
+    expect_eq(res["load_cpus"], NODES[1][0], "load-nodes 1: load CPUs")
+    expect_eq(res["load_mem_nodes"], [2, 2], "load-mem-nodes 2: the load's memory")
+    expect_eq(res["mem_node"], 0, "the chase stays on the latency CPU's node")
+    expect_eq(len(res["steps"]), 3, "steps")
+    for s in res["steps"]:
+        expect_eq(s["latency"]["status"], "ok", f"step latency ({s['latency'].get('reason')})")
+    expect(res["steps"][0]["load_bandwidth_gb_s"] > 0, "the load moved no bytes")
 # ---------------------------------------------------------------------------
 def main():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
