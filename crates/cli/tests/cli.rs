@@ -20,6 +20,8 @@ mod monitor;
 mod options;
 #[path = "cli/runs.rs"]
 mod runs;
+#[path = "cli/spread.rs"]
+mod spread;
 #[path = "cli/stored.rs"]
 mod stored;
 #[path = "cli/sweep.rs"]

@@ -103,6 +103,16 @@ pub struct LinkFlow {
     pub share_pct: f64,
 }
 
+impl ConcurrentMeasurement {
+    /// Least overlap for the streams to count as having run at once: in every sample
+    /// at least half of the whole span was common to all of them.
+    pub const TOGETHER_PCT: f64 = 50.0;
+
+    pub fn ran_together(&self) -> bool {
+        self.min_overlap_pct >= Self::TOGETHER_PCT
+    }
+}
+
 impl ConcurrentReport {
     /// "pairs: node 0 -> 1, node 1 -> 0".
     pub fn label(&self) -> String {

@@ -36,9 +36,14 @@ pub fn concurrent(r: &ConcurrentReport) -> String {
         esc(&r.mix.mix.to_string())
     );
     s += &bars(&rows);
+    let (class, said) = if m.ran_together() {
+        ("meta", "The streams ran at once")
+    } else {
+        ("bad", "The streams did not all run at once")
+    };
     let _ = write!(
         s,
-        "<p class=\"meta\">Every stream ran in every sample: at least {:.1} % of each sample's span was common to all; the streams' own rates add up to {:.1} GB/s.</p>",
+        "<p class=\"{class}\">{said}: at least {:.1} % of each sample's span was common to all; the streams' own rates add up to {:.1} GB/s.</p>",
         m.min_overlap_pct, m.sum_of_streams_gb_s.median
     );
     if !m.links.is_empty() {
@@ -92,4 +97,25 @@ fn bars(rows: &[(String, f64)]) -> String {
         );
     }
     s + "</svg>"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs() -> ConcurrentReport {
+        let text = include_str!("../../../tests/fixtures/documents/concurrent-pairs.json");
+        match memfabric_model::StoredDocument::parse(text).unwrap().document {
+            memfabric_model::Document::BandwidthConcurrent(r) => r,
+            other => panic!("a {} document", other.command()),
+        }
+    }
+
+    #[test]
+    fn a_bar_per_stream_and_one_for_all_at_once() {
+        let html = concurrent(&pairs());
+        assert_eq!(html.matches("<rect").count(), 3);
+        assert!(html.contains("all at once") && html.contains("socket 0 \u{2192} 1"));
+        insta::assert_snapshot!(html);
+    }
 }
