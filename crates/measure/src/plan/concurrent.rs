@@ -151,6 +151,25 @@ pub fn streams(
     }
 }
 
+impl Machine<'_> {
+    /// The package (socket) of a node's CPUs; None for a CPU-less node or one whose
+    /// CPUs span packages.
+    pub(crate) fn socket_of_node(&self, node: u32) -> Option<u32> {
+        let n = self.topo.node(node)?;
+        let mut packages: Vec<u32> = n
+            .cpus
+            .iter()
+            .filter_map(|&c| self.topo.cpu(c))
+            .map(|c| c.package)
+            .collect();
+        packages.dedup();
+        match packages.as_slice() {
+            [p] => Some(*p),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,24 +211,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("--cpu-nodes names 3 (0-2)"), "{e}");
-    }
-}
-
-impl Machine<'_> {
-    /// The package (socket) of a node's CPUs; None for a CPU-less node or one whose
-    /// CPUs span packages.
-    pub(crate) fn socket_of_node(&self, node: u32) -> Option<u32> {
-        let n = self.topo.node(node)?;
-        let mut packages: Vec<u32> = n
-            .cpus
-            .iter()
-            .filter_map(|&c| self.topo.cpu(c))
-            .map(|c| c.package)
-            .collect();
-        packages.dedup();
-        match packages.as_slice() {
-            [p] => Some(*p),
-            _ => None,
-        }
     }
 }
