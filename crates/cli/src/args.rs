@@ -116,9 +116,12 @@ pub struct Cli {
     /// A name for the saved run, e.g. "DDR4-2666" (implies --save)
     #[arg(long, global = true, value_name = "TEXT")]
     pub label: Option<String>,
-    /// The run database (default: $MEMFABRIC_DB, else $XDG_DATA_HOME/memfabric/runs.sqlite, else ~/.local/share/memfabric/runs.sqlite)
-    #[arg(long, global = true, value_name = "PATH")]
+    /// The run database, an SQLite file (default: $MEMFABRIC_DB, else $XDG_DATA_HOME/memfabric/runs.sqlite, else ~/.local/share/memfabric/runs.sqlite)
+    #[arg(long, global = true, value_name = "PATH", conflicts_with = "store")]
     pub db: Option<PathBuf>,
+    /// Where runs are kept: postgres://USER:PASSWORD@HOST:PORT/DB for PostgreSQL, or an SQLite file (default: $MEMFABRIC_STORE, else as --db)
+    #[arg(long, global = true, value_name = "URL|PATH")]
+    pub store: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -36,7 +36,10 @@ fn main() -> ExitCode {
         eprintln!("memfabric: warning: cannot catch SIGINT/SIGTERM ({e}); an interrupt will kill the run");
     }
     let mut ctx = Ctx::new(cli.json, cli.quiet);
-    ctx.db = cli.db.clone();
+    ctx.store = cli
+        .store
+        .clone()
+        .or_else(|| cli.db.as_ref().map(|p| p.display().to_string()));
     let always_save = matches!(cli.command, Command::Run(_));
     let asked = cli.save || cli.label.is_some();
     if let (true, Some(name)) = (asked, never_saved(&cli.command)) {
@@ -46,13 +49,21 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     if asked || always_save {
-        match output::db_path(cli.db.as_deref()) {
-            Ok(db) => {
-                ctx.save = Some(output::SaveTo {
-                    db,
-                    label: cli.label.clone(),
-                })
-            }
+        match output::store_location(cli.store.as_deref(), cli.db.as_deref()) {
+            // Reach the store before measuring: a PostgreSQL server that is down or
+            // refuses the login fails now, in one line, not after the measurement.
+            Ok(location) => match memfabric_store::Store::open_location(&location) {
+                Ok(_) => {
+                    ctx.save = Some(output::SaveTo {
+                        location,
+                        label: cli.label.clone(),
+                    })
+                }
+                Err(e) => {
+                    eprintln!("memfabric: error: {e}");
+                    return ExitCode::from(1);
+                }
+            },
             Err(e) => {
                 eprintln!("memfabric: error: {e}");
                 return ExitCode::from(2);

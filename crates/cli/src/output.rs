@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
@@ -69,14 +69,15 @@ pub struct Ctx {
     pub progress: Progress,
     /// Keep the result in the run database (--save, --label, and `run`).
     pub save: Option<SaveTo>,
-    /// --db, for the commands that read the run database.
-    pub db: Option<PathBuf>,
+    /// --store or --db, for the commands that read the run database.
+    pub store: Option<String>,
 }
 
 /// Where and under what label a result is kept.
 #[derive(Debug, Clone)]
 pub struct SaveTo {
-    pub db: PathBuf,
+    /// An SQLite file or a PostgreSQL URL.
+    pub location: String,
     pub label: Option<String>,
 }
 
@@ -95,7 +96,7 @@ impl Ctx {
     pub fn new(json: bool, quiet: bool) -> Ctx {
         Ctx {
             save: None,
-            db: None,
+            store: None,
             json,
             args: std::env::args().collect(),
             started_unix_s: SystemTime::now()
@@ -119,7 +120,7 @@ impl Ctx {
         let document = encode(&envelope)?;
         let mut saved = None;
         if let Some(to) = &self.save {
-            let mut store = Store::open(&to.db)?;
+            let mut store = Store::open_location(&to.location)?;
             let id = store.save(&NewRun {
                 started_unix_s: self.started_unix_s,
                 host: envelope.environment.as_ref().and_then(|e| e.hostname.clone()),
@@ -130,7 +131,7 @@ impl Ctx {
                 document: document.clone(),
                 figures: f.figures,
             })?;
-            eprintln!("memfabric: saved as run {id} in {}", to.db.display());
+            eprintln!("memfabric: saved as run {id} in {}", store.location());
             saved = Some(id);
         }
         if self.json {
@@ -198,16 +199,30 @@ pub fn this_machine() -> Result<Topology> {
     Topology::read(&sys).with_context(|| format!("reading the topology from {}", sys.display()))
 }
 
-/// The run database: --db, else $MEMFABRIC_DB, else under $XDG_DATA_HOME or ~/.local/share.
-pub fn db_path(flag: Option<&Path>) -> Result<PathBuf, Usage> {
-    let var = |k: &str| std::env::var(k).ok();
+/// Where runs are kept: --store, else --db, else $MEMFABRIC_STORE, else $MEMFABRIC_DB,
+/// else a file under $XDG_DATA_HOME or ~/.local/share.
+pub fn store_location(store: Option<&str>, db: Option<&Path>) -> Result<String, Usage> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    if let Some(s) = store.filter(|s| !s.is_empty()) {
+        return Ok(s.to_string());
+    }
+    if db.is_none() {
+        if let Some(s) = var("MEMFABRIC_STORE") {
+            return Ok(s);
+        }
+    }
     memfabric_store::default_path(
-        flag,
+        db,
         var("MEMFABRIC_DB").as_deref(),
         var("XDG_DATA_HOME").as_deref(),
         var("HOME").as_deref(),
     )
-    .ok_or_else(|| Usage("no place for the run database: set --db, MEMFABRIC_DB or HOME".into()))
+    .map(|p| p.display().to_string())
+    .ok_or_else(|| {
+        Usage(
+            "no place for the run database: set --store, --db, MEMFABRIC_STORE, MEMFABRIC_DB or HOME".into(),
+        )
+    })
 }
 
 /// One line for `runs list`: per metric, how many figures and their range.

@@ -18,6 +18,8 @@ mod loaded;
 mod monitor;
 #[path = "cli/options.rs"]
 mod options;
+#[path = "cli/postgres.rs"]
+mod postgres;
 #[path = "cli/runs.rs"]
 mod runs;
 #[path = "cli/spread.rs"]

@@ -10,7 +10,7 @@
 use memfabric_model::{HugePages, Interleave, InterleaveShares, Placement};
 
 use crate::placement::{tally, PlaceError};
-use crate::sys::{self, Buffer};
+use crate::sys::{self, Buffer, MapError};
 
 /// Pages asked about per buffer: all of them up to 1 GiB of 4 KiB pages.
 const MAX_COUNTED_PAGES: usize = 1 << 18;
@@ -74,30 +74,57 @@ pub fn allocate(
         HugePages::Thp => 2 << 20,
         _ => buf.page_size(),
     };
-    let (method, unit_bytes) = if spec.is_even() {
-        buf.interleave(&spec.nodes)?;
-        ("mbind(MPOL_INTERLEAVE) before first touch".to_string(), unit)
+    let placed = if spec.is_even() {
+        buf.interleave(&spec.nodes)
+            .map(|()| ("mbind(MPOL_INTERLEAVE) before first touch".to_string(), unit))
     } else {
         let (block, runs) = weighted_runs(buf.len(), unit, &spec.weights);
-        for r in &runs {
-            buf.bind_range(r.offset, r.len, spec.nodes[r.node])?;
+        runs.iter()
+            .try_for_each(|r| buf.bind_range(r.offset, r.len, spec.nodes[r.node]))
+            .map(|()| {
+                let method = format!(
+                    "mbind(MPOL_BIND) of {} runs of {}-byte blocks in weighted turns before first touch",
+                    runs.len(),
+                    block
+                );
+                (method, block)
+            })
+    };
+    // A kernel without NUMA (or qemu-user) has no mbind: one node, nothing to spread.
+    let (method, unit_bytes, bound) = match placed {
+        Ok((method, unit_bytes)) => (method, unit_bytes, true),
+        Err(e) if no_numa(&e) && spec.nodes == [0] => ("no NUMA support: one node".to_string(), unit, false),
+        Err(e) if no_numa(&e) => {
+            let nodes: Vec<String> = spec.nodes.iter().map(u32::to_string).collect();
+            return Err(PlaceError::NoNuma(nodes.join(",")));
         }
-        let method = format!(
-            "mbind(MPOL_BIND) of {} runs of {}-byte blocks in weighted turns before first touch",
-            runs.len(),
-            block
-        );
-        (method, block)
+        Err(e) => return Err(e.into()),
     };
     let step = buf.page_size();
     for page in buf.as_mut_slice().chunks_mut(step) {
         page[0] = 0;
     }
-    let placement = count(&buf, spec, &method, unit_bytes as u64, affinity);
+    let placement = count(&buf, spec, &method, unit_bytes as u64, affinity, bound);
     Ok((buf, placement))
 }
 
-fn count(buf: &Buffer, spec: &Interleave, method: &str, unit_bytes: u64, affinity: Vec<u32>) -> Placement {
+fn no_numa(e: &MapError) -> bool {
+    match e {
+        MapError::Mbind { source, .. } | MapError::Interleave { source, .. } => {
+            source.raw_os_error() == Some(libc::ENOSYS)
+        }
+        _ => false,
+    }
+}
+
+fn count(
+    buf: &Buffer,
+    spec: &Interleave,
+    method: &str,
+    unit_bytes: u64,
+    affinity: Vec<u32>,
+    bound: bool,
+) -> Placement {
     let pages = buf.window_pages(MAX_COUNTED_PAGES);
     let total = (buf.len() / buf.page_size()) as u64;
     let windows = if pages.len() as u64 == total { 1 } else { 16 };
@@ -115,6 +142,8 @@ fn count(buf: &Buffer, spec: &Interleave, method: &str, unit_bytes: u64, affinit
     };
     let status = match sys::page_nodes(&pages) {
         Ok(status) => status,
+        // No NUMA support: every page is on the one node.
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) && !bound => vec![0; pages.len()],
         Err(e) => {
             placement.method = format!("move_pages failed: {e}");
             return placement;

@@ -17,6 +17,10 @@ pub enum PlaceError {
     Pin { cpu: u32, source: std::io::Error },
     #[error("the measuring thread asked for CPU {cpu} but its affinity reads back as {got:?}")]
     Affinity { cpu: u32, got: Vec<u32> },
+    #[error(
+        "this kernel has no NUMA support (mbind answers ENOSYS): memory cannot be spread over nodes {0}"
+    )]
+    NoNuma(String),
 }
 
 /// Where a buffer's pages are to go.

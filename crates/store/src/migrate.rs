@@ -1,35 +1,69 @@
-//! Schema migrations, numbered by SQLite's `user_version`. Each step runs in its own
-//! transaction together with the version bump, so a crash leaves the old or the new
-//! schema, never half of one. Append steps; never edit one that has shipped.
+//! Schema migrations, numbered. SQLite keeps the number in `user_version`; PostgreSQL
+//! in the one-row table `memfabric_schema`. Each step is written once per dialect and
+//! runs in one transaction together with the version bump, so a crash leaves the old
+//! or the new schema, never half of one. Append steps; never edit one that has shipped.
 
 use rusqlite::{Connection, TransactionBehavior};
 
+/// One schema step in each dialect: the same tables, columns and meaning.
+pub struct Step {
+    pub sqlite: &'static str,
+    pub postgres: &'static str,
+}
+
 /// Each entry takes the schema from version i to i + 1.
-const STEPS: &[&str] = &[
+pub const STEPS: &[Step] = &[
     // 1: runs and their figures.
-    "CREATE TABLE runs (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        started_unix_s INTEGER NOT NULL,
-        saved_unix_s INTEGER NOT NULL,
-        host TEXT,
-        label TEXT,
-        command TEXT NOT NULL,
-        tool_version TEXT NOT NULL,
-        summary TEXT NOT NULL,
-        document TEXT NOT NULL
-    );
-    CREATE TABLE figures (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        measurement TEXT NOT NULL,
-        dims TEXT NOT NULL,
-        metric TEXT NOT NULL,
-        value REAL NOT NULL,
-        min REAL,
-        max REAL,
-        cv REAL,
-        samples INTEGER NOT NULL
-    );
-    CREATE INDEX figures_by_run ON figures(run_id);",
+    Step {
+        sqlite: "CREATE TABLE runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            started_unix_s INTEGER NOT NULL,
+            saved_unix_s INTEGER NOT NULL,
+            host TEXT,
+            label TEXT,
+            command TEXT NOT NULL,
+            tool_version TEXT NOT NULL,
+            summary TEXT NOT NULL,
+            document TEXT NOT NULL
+        );
+        CREATE TABLE figures (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            measurement TEXT NOT NULL,
+            dims TEXT NOT NULL,
+            metric TEXT NOT NULL,
+            value REAL NOT NULL,
+            min REAL,
+            max REAL,
+            cv REAL,
+            samples INTEGER NOT NULL
+        );
+        CREATE INDEX figures_by_run ON figures(run_id);",
+        // figures.seq keeps the order figures were saved in, as SQLite's rowid does.
+        postgres: "CREATE TABLE runs (
+            id BIGSERIAL PRIMARY KEY,
+            started_unix_s BIGINT NOT NULL,
+            saved_unix_s BIGINT NOT NULL,
+            host TEXT,
+            label TEXT,
+            command TEXT NOT NULL,
+            tool_version TEXT NOT NULL,
+            summary TEXT NOT NULL,
+            document TEXT NOT NULL
+        );
+        CREATE TABLE figures (
+            seq BIGSERIAL PRIMARY KEY,
+            run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            measurement TEXT NOT NULL,
+            dims TEXT NOT NULL,
+            metric TEXT NOT NULL,
+            value DOUBLE PRECISION NOT NULL,
+            min DOUBLE PRECISION,
+            max DOUBLE PRECISION,
+            cv DOUBLE PRECISION,
+            samples BIGINT NOT NULL
+        );
+        CREATE INDEX figures_by_run ON figures(run_id);",
+    },
 ];
 
 /// The schema version this build writes and reads.
@@ -51,8 +85,8 @@ fn version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA user_version", [], |r| r.get(0))
 }
 
-/// Brings the schema to LATEST_VERSION; refuses one that is newer.
-pub fn migrate(conn: &mut Connection) -> Result<(), Error> {
+/// Brings an SQLite schema to LATEST_VERSION; refuses one that is newer.
+pub fn migrate_sqlite(conn: &mut Connection) -> Result<(), Error> {
     loop {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         // Read inside the write transaction: another process may have migrated meanwhile.
@@ -63,7 +97,7 @@ pub fn migrate(conn: &mut Connection) -> Result<(), Error> {
         if v == LATEST_VERSION {
             return Ok(());
         }
-        tx.execute_batch(STEPS[v as usize])?;
+        tx.execute_batch(STEPS[v as usize].sqlite)?;
         tx.pragma_update(None, "user_version", v + 1)?;
         tx.commit()?;
     }

@@ -1,44 +1,13 @@
 //! The store as commands use it: round trips, refusals, and what interruptions and
 //! concurrent writers leave behind.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use memfabric_model::Figure;
-use memfabric_store::{default_path, NewRun, Store, StoreError, LATEST_VERSION};
+use memfabric_store::{default_path, Store, StoreError, LATEST_VERSION};
 
-fn figure(i: usize) -> Figure {
-    let mut dims = BTreeMap::new();
-    dims.insert("cpu_node".to_string(), (i % 4).to_string());
-    dims.insert("mem_node".to_string(), (i / 4).to_string());
-    Figure {
-        measurement: "latency".into(),
-        dims,
-        metric: "latency_ns".into(),
-        value: 80.0 + i as f64,
-        min: Some(79.0),
-        max: Some(90.0),
-        cv: Some(0.01),
-        samples: 10,
-    }
-}
-
-fn run(label: &str, figures: usize) -> NewRun {
-    NewRun {
-        started_unix_s: 1_700_000_000,
-        host: Some("host-a".into()),
-        label: Some(label.into()),
-        command: "run".into(),
-        tool_version: "0.2.0".into(),
-        summary: format!("{figures} figures"),
-        document: format!(
-            "{{\"label\":\"{label}\",\"pad\":\"{}\"}}",
-            "x".repeat(figures * 10)
-        ),
-        figures: (0..figures).map(figure).collect(),
-    }
-}
+mod common;
+use common::run;
 
 fn db(dir: &tempfile::TempDir) -> PathBuf {
     dir.path().join("sub/dir/runs.sqlite")
@@ -48,27 +17,25 @@ fn db(dir: &tempfile::TempDir) -> PathBuf {
 fn runs_round_trip() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = Store::open(&db(&dir)).unwrap();
-    assert_eq!(s.last().unwrap(), None);
-    let a = s.save(&run("DDR4-2400", 16)).unwrap();
-    let b = s.save(&run("DDR4-2666", 16)).unwrap();
-    assert!(b > a);
-    assert_eq!(s.last().unwrap(), Some(b));
-    let list = s.list().unwrap();
-    assert_eq!(
-        list.iter().map(|r| r.id).collect::<Vec<_>>(),
-        [b, a],
-        "newest first"
-    );
-    assert_eq!(list[1].label.as_deref(), Some("DDR4-2400"));
-    assert_eq!(list[1].figures, 16);
-    assert_eq!(s.figures(a).unwrap(), (0..16).map(figure).collect::<Vec<_>>());
-    assert!(s.document(b).unwrap().contains("DDR4-2666"));
-    s.delete(a).unwrap();
-    assert!(matches!(s.figures(a), Err(StoreError::NotFound(id)) if id == a));
-    assert!(matches!(s.delete(a), Err(StoreError::NotFound(_))));
+    common::round_trip(&mut s);
     drop(s);
     let s = Store::open(&db(&dir)).unwrap();
     assert_eq!(s.list().unwrap().len(), 1, "survives reopening");
+}
+
+/// Child side of the concurrency test: saves `MEMFABRIC_STORE_CHILD_RUNS` runs.
+#[test]
+fn counted_writer_child() {
+    common::counted_writer_child();
+}
+
+/// 32 processes saving at once into one SQLite file lose nothing.
+#[test]
+fn thirty_two_writer_processes_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    drop(Store::open(&path).unwrap());
+    common::writers_at_once(&path.display().to_string(), 32, 5);
 }
 
 #[test]

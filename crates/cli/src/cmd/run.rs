@@ -218,7 +218,8 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
     let (status, message) = verdict(&report);
     if let Some(id) = ctx.finish_report("run", &report.topology, &report, || render(&report))? {
         if !a.no_report {
-            let store = memfabric_store::Store::open(&ctx.save.as_ref().expect("run saves").db)?;
+            let store =
+                memfabric_store::Store::open_location(&ctx.save.as_ref().expect("run saves").location)?;
             let path = super::report::default_file(id);
             super::report::write_atomically(&path, &super::report::html(&store, id, None)?)?;
             eprintln!("memfabric: wrote the report {}", path.display());

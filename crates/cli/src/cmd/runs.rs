@@ -9,22 +9,21 @@ use memfabric_store::{compare, figures_csv, CompareRow, Comparison, RunSummary, 
 use serde::Serialize;
 
 use crate::args::{CompareArgs, ExportFormat, RunRef, RunsAction, RunsArgs};
-use crate::output::{db_path, print_all, Ctx, Status, Usage};
+use crate::output::{print_all, store_location, Ctx, Status, Usage};
 use crate::table::Table;
 
 pub fn open(ctx: &Ctx) -> Result<Store> {
-    let db = match &ctx.save {
-        Some(to) => to.db.clone(),
-        None => db_path(ctx.db.as_deref())?,
+    let location = match &ctx.save {
+        Some(to) => to.location.clone(),
+        None => store_location(ctx.store.as_deref(), None)?,
     };
-    if !db.exists() {
+    if !memfabric_store::is_url(&location) && !std::path::Path::new(&location).exists() {
         return Err(Usage(format!(
-            "no run database at {} yet: save a run first (`memfabric run`, or --save on any measurement)",
-            db.display()
+            "no run database at {location} yet: save a run first (`memfabric run`, or --save on any measurement)"
         ))
         .into());
     }
-    Ok(Store::open(&db)?)
+    Ok(Store::open_location(&location)?)
 }
 
 /// A run given as an id or `last`; one that is not there is bad input (exit 2).
@@ -125,7 +124,7 @@ pub fn runs(ctx: &Ctx, a: &RunsArgs) -> Result<Status> {
             if ctx.json {
                 ctx.print_json("runs", None, &list)?;
             } else if list.is_empty() {
-                print_all(&format!("No runs in {}\n", store.path().display()))?;
+                print_all(&format!("No runs in {}\n", store.location()))?;
             } else {
                 print_all(&summary_table(&list))?;
             }

@@ -1,0 +1,305 @@
+//! The PostgreSQL backend: one connection per process, every save one transaction,
+//! the schema version in `memfabric_schema`, migrations serialised by an advisory
+//! lock so that many processes starting at once migrate once.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use memfabric_model::Figure;
+use postgres::error::SqlState;
+use postgres::{Client, NoTls};
+
+use crate::migrate::{LATEST_VERSION, STEPS};
+use crate::{Backend, NewRun, RunSummary, StoreError};
+
+/// How long connecting may take before the store is called unreachable (unless the
+/// URL sets `connect_timeout`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Any number, the same in every memfabric: the advisory lock migrations take.
+const MIGRATION_LOCK: i64 = 0x006d_6661_6272_6963; // "mfabric"
+
+pub fn is_url(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+/// The URL with its password (in the user part or a `password=` parameter) replaced
+/// by `***`, for messages and listings.
+pub fn redact(url: &str) -> String {
+    let url = match url.split_once('?') {
+        Some((base, query)) => {
+            let params: Vec<String> = query
+                .split('&')
+                .map(|p| match p.split_once('=') {
+                    Some(("password", _)) => "password=***".to_string(),
+                    _ => p.to_string(),
+                })
+                .collect();
+            format!("{base}?{}", params.join("&"))
+        }
+        None => url.to_string(),
+    };
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url;
+    };
+    let end = rest.find('/').unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => {
+            let user = &rest[..at];
+            let user = user.split_once(':').map_or(user, |(u, _)| u);
+            let masked = if rest[..at].contains(':') { ":***" } else { "" };
+            format!("{scheme}://{user}{masked}{}", &rest[at..])
+        }
+        None => url.clone(),
+    }
+}
+
+pub struct PgStore {
+    client: Client,
+    place: String,
+}
+
+impl PgStore {
+    /// Connects and migrates. Nothing is written anywhere else: a store that cannot be
+    /// reached is an error, never a fallback to a local file.
+    pub fn open(url: &str) -> Result<PgStore, StoreError> {
+        let place = redact(url);
+        let mut config: postgres::Config = url.parse().map_err(|e| StoreError::Open {
+            place: place.clone(),
+            detail: format!("not a PostgreSQL URL: {e}"),
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        let client = config.connect(NoTls).map_err(|e| connect_error(&place, &e))?;
+        let mut store = PgStore { client, place };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn err(&self, e: postgres::Error) -> StoreError {
+        StoreError::Sql {
+            place: self.place.clone(),
+            detail: e
+                .as_db_error()
+                .map_or_else(|| e.to_string(), |d| d.message().to_string()),
+        }
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let place = self.place.clone();
+        let sql = |e: postgres::Error| StoreError::Sql {
+            place: place.clone(),
+            detail: e
+                .as_db_error()
+                .map_or_else(|| e.to_string(), |d| d.message().to_string()),
+        };
+        let mut tx = self.client.transaction().map_err(&sql)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .map_err(&sql)?;
+        tx.batch_execute("CREATE TABLE IF NOT EXISTS memfabric_schema (version BIGINT NOT NULL)")
+            .map_err(&sql)?;
+        let found: Option<i64> = tx
+            .query_opt("SELECT version FROM memfabric_schema", &[])
+            .map_err(&sql)?
+            .map(|r| r.get(0));
+        let v = match found {
+            Some(v) => v,
+            None => {
+                tx.execute("INSERT INTO memfabric_schema (version) VALUES (0)", &[])
+                    .map_err(&sql)?;
+                0
+            }
+        };
+        if v > LATEST_VERSION {
+            return Err(StoreError::NewerSchema {
+                place: self.place.clone(),
+                found: v,
+                supported: LATEST_VERSION,
+            });
+        }
+        for step in &STEPS[v as usize..] {
+            tx.batch_execute(step.postgres).map_err(&sql)?;
+        }
+        tx.execute("UPDATE memfabric_schema SET version = $1", &[&LATEST_VERSION])
+            .map_err(&sql)?;
+        tx.commit().map_err(&sql)
+    }
+}
+
+/// Why connecting failed, as the error a user can act on.
+fn connect_error(place: &str, e: &postgres::Error) -> StoreError {
+    let place = place.to_string();
+    match e.code() {
+        Some(c)
+            if *c == SqlState::INVALID_PASSWORD || *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION =>
+        {
+            StoreError::Login {
+                place,
+                detail: e
+                    .as_db_error()
+                    .map_or_else(|| e.to_string(), |d| d.message().to_string()),
+            }
+        }
+        Some(_) => StoreError::Open {
+            place,
+            detail: e
+                .as_db_error()
+                .map_or_else(|| e.to_string(), |d| d.message().to_string()),
+        },
+        None => StoreError::Unreachable {
+            place,
+            detail: std::error::Error::source(e).map_or_else(|| e.to_string(), |s| s.to_string()),
+        },
+    }
+}
+
+fn summary_of(r: &postgres::Row) -> RunSummary {
+    RunSummary {
+        id: r.get(0),
+        started_unix_s: r.get::<_, i64>(1) as u64,
+        host: r.get(2),
+        label: r.get(3),
+        command: r.get(4),
+        tool_version: r.get(5),
+        summary: r.get(6),
+        figures: r.get::<_, i64>(7) as u64,
+    }
+}
+
+const SUMMARY: &str = "SELECT r.id, r.started_unix_s, r.host, r.label, r.command, r.tool_version, r.summary,
+        (SELECT COUNT(*) FROM figures f WHERE f.run_id = r.id)
+     FROM runs r";
+
+impl Backend for PgStore {
+    fn save(&mut self, run: &NewRun) -> Result<i64, StoreError> {
+        let saved = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()) as i64;
+        let result = (|| {
+            let mut tx = self.client.transaction()?;
+            let id: i64 = tx
+                .query_one(
+                    "INSERT INTO runs (started_unix_s, saved_unix_s, host, label, command, tool_version, summary, document)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                    &[
+                        &(run.started_unix_s as i64),
+                        &saved,
+                        &run.host,
+                        &run.label,
+                        &run.command,
+                        &run.tool_version,
+                        &run.summary,
+                        &run.document,
+                    ],
+                )?
+                .get(0);
+            let insert = tx.prepare(
+                "INSERT INTO figures (run_id, measurement, dims, metric, value, min, max, cv, samples)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )?;
+            for f in &run.figures {
+                let dims = serde_json::to_string(&f.dims).expect("string map encodes");
+                tx.execute(
+                    &insert,
+                    &[
+                        &id,
+                        &f.measurement,
+                        &dims,
+                        &f.metric,
+                        &f.value,
+                        &f.min,
+                        &f.max,
+                        &f.cv,
+                        &(f.samples as i64),
+                    ],
+                )?;
+            }
+            tx.commit()?;
+            Ok(id)
+        })();
+        result.map_err(|e| self.err(e))
+    }
+
+    fn list(&mut self) -> Result<Vec<RunSummary>, StoreError> {
+        let rows = self.client.query(&format!("{SUMMARY} ORDER BY r.id DESC"), &[]);
+        rows.map(|rows| rows.iter().map(summary_of).collect())
+            .map_err(|e| self.err(e))
+    }
+
+    fn summary(&mut self, id: i64) -> Result<RunSummary, StoreError> {
+        let row = self
+            .client
+            .query_opt(&format!("{SUMMARY} WHERE r.id = $1"), &[&id]);
+        match row.map_err(|e| self.err(e))? {
+            Some(r) => Ok(summary_of(&r)),
+            None => Err(StoreError::NotFound(id)),
+        }
+    }
+
+    fn last(&mut self) -> Result<Option<i64>, StoreError> {
+        let row = self.client.query_one("SELECT MAX(id) FROM runs", &[]);
+        row.map(|r| r.get(0)).map_err(|e| self.err(e))
+    }
+
+    fn document(&mut self, id: i64) -> Result<String, StoreError> {
+        let row = self
+            .client
+            .query_opt("SELECT document FROM runs WHERE id = $1", &[&id]);
+        match row.map_err(|e| self.err(e))? {
+            Some(r) => Ok(r.get(0)),
+            None => Err(StoreError::NotFound(id)),
+        }
+    }
+
+    fn figures(&mut self, id: i64) -> Result<Vec<Figure>, StoreError> {
+        self.summary(id)?;
+        let rows = self.client.query(
+            "SELECT measurement, dims, metric, value, min, max, cv, samples
+             FROM figures WHERE run_id = $1 ORDER BY seq",
+            &[&id],
+        );
+        let rows = rows.map_err(|e| self.err(e))?;
+        Ok(rows
+            .iter()
+            .map(|r| Figure {
+                measurement: r.get(0),
+                dims: serde_json::from_str(r.get::<_, &str>(1)).unwrap_or_default(),
+                metric: r.get(2),
+                value: r.get(3),
+                min: r.get(4),
+                max: r.get(5),
+                cv: r.get(6),
+                samples: r.get::<_, i64>(7) as usize,
+            })
+            .collect())
+    }
+
+    fn delete(&mut self, id: i64) -> Result<(), StoreError> {
+        let n = self.client.execute("DELETE FROM runs WHERE id = $1", &[&id]);
+        match n.map_err(|e| self.err(e))? {
+            0 => Err(StoreError::NotFound(id)),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_reach_a_message() {
+        assert_eq!(
+            redact("postgres://fleet:s3cret@db:5432/runs"),
+            "postgres://fleet:***@db:5432/runs"
+        );
+        assert_eq!(redact("postgresql://fleet@db/runs"), "postgresql://fleet@db/runs");
+        assert_eq!(redact("postgres://db/runs?user=a"), "postgres://db/runs?user=a");
+        assert_eq!(redact("postgres://a:b@c@host/x"), "postgres://a:***@host/x");
+        assert_eq!(
+            redact("postgres://h/db?user=u&password=p&sslmode=disable"),
+            "postgres://h/db?user=u&password=***&sslmode=disable"
+        );
+        assert!(is_url("postgresql://x") && is_url("postgres://x") && !is_url("/tmp/runs.sqlite"));
+    }
+}

@@ -1,0 +1,154 @@
+//! What the SQLite and PostgreSQL suites share: runs to save, the round trip every
+//! backend must pass, and child processes that write at the same time.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use memfabric_model::Figure;
+use memfabric_store::{NewRun, Store, StoreError};
+
+pub fn figure(i: usize) -> Figure {
+    let mut dims = BTreeMap::new();
+    dims.insert("cpu_node".to_string(), (i % 4).to_string());
+    dims.insert("mem_node".to_string(), (i / 4).to_string());
+    Figure {
+        measurement: "latency".into(),
+        dims,
+        metric: "latency_ns".into(),
+        value: 80.0 + i as f64,
+        min: Some(79.0),
+        max: Some(90.0),
+        cv: Some(0.01),
+        samples: 10,
+    }
+}
+
+pub fn run(label: &str, figures: usize) -> NewRun {
+    NewRun {
+        started_unix_s: 1_700_000_000,
+        host: Some("host-a".into()),
+        label: Some(label.into()),
+        command: "run".into(),
+        tool_version: "0.2.0".into(),
+        summary: format!("{figures} figures"),
+        document: format!(
+            "{{\"label\":\"{label}\",\"pad\":\"{}\"}}",
+            "x".repeat(figures * 10)
+        ),
+        figures: (0..figures).map(figure).collect(),
+    }
+}
+
+/// Save, list, read back, delete: the same answers from every backend.
+pub fn round_trip(s: &mut Store) {
+    assert_eq!(s.last().unwrap(), None);
+    let a = s.save(&run("DDR4-2400", 16)).unwrap();
+    let b = s.save(&run("DDR4-2666", 16)).unwrap();
+    assert!(b > a);
+    assert_eq!(s.last().unwrap(), Some(b));
+    let list = s.list().unwrap();
+    assert_eq!(
+        list.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [b, a],
+        "newest first"
+    );
+    assert_eq!(list[1].label.as_deref(), Some("DDR4-2400"));
+    assert_eq!(list[1].figures, 16);
+    assert_eq!(s.figures(a).unwrap(), (0..16).map(figure).collect::<Vec<_>>());
+    assert!(s.document(b).unwrap().contains("DDR4-2666"));
+    assert_eq!(s.summary(b).unwrap().host.as_deref(), Some("host-a"));
+    s.delete(a).unwrap();
+    assert!(matches!(s.figures(a), Err(StoreError::NotFound(id)) if id == a));
+    assert!(matches!(s.delete(a), Err(StoreError::NotFound(_))));
+    assert!(matches!(s.document(a), Err(StoreError::NotFound(_))));
+}
+
+/// Child side: saves MEMFABRIC_STORE_CHILD_RUNS runs of 50 figures into
+/// MEMFABRIC_STORE_CHILD (a path or URL), or runs of 400 without end when the count
+/// is "forever" (until killed).
+pub fn counted_writer_child() {
+    let (Ok(location), Ok(count)) = (
+        std::env::var("MEMFABRIC_STORE_CHILD"),
+        std::env::var("MEMFABRIC_STORE_CHILD_RUNS"),
+    ) else {
+        return;
+    };
+    let mut store = Store::open_location(&location).unwrap();
+    match count.parse::<usize>() {
+        Ok(n) => {
+            for i in 0..n {
+                store
+                    .save(&run(&format!("p{}-{i}", std::process::id()), 50))
+                    .unwrap();
+            }
+        }
+        Err(_) => {
+            for i in 0.. {
+                store.save(&run(&format!("child-{i}"), 400)).unwrap();
+            }
+        }
+    }
+}
+
+fn child(location: &str, runs: &str, exact: &str) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", exact, "--nocapture", "--test-threads", "1"])
+        .env("MEMFABRIC_STORE_CHILD", location)
+        .env("MEMFABRIC_STORE_CHILD_RUNS", runs)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// `writers` processes save `each` runs into `location` at once; every run lands whole.
+pub fn writers_at_once(location: &str, writers: usize, each: usize) {
+    let children: Vec<_> = (0..writers)
+        .map(|_| child(location, &each.to_string(), "counted_writer_child"))
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success(), "a writer failed");
+    }
+    let store = Store::open_location(location).unwrap();
+    let list = store.list().unwrap();
+    assert_eq!(
+        list.len(),
+        writers * each,
+        "runs saved by {writers} writers x {each}"
+    );
+    assert!(list.iter().all(|r| r.figures == 50), "a partial run");
+}
+
+/// Kills writers saving into `location` with SIGKILL, each once it has saved a run
+/// and then at a varied moment of a later save; returns the store, for the caller to
+/// check that only whole runs remain.
+pub fn kill_writers(location: &str, rounds: usize) -> Store {
+    let watch = Store::open_location(location).unwrap();
+    for round in 0..rounds {
+        let before = watch.list().unwrap().len();
+        let mut c = child(location, "forever", "counted_writer_child");
+        let started = std::time::Instant::now();
+        while watch.list().unwrap().len() == before {
+            assert!(
+                started.elapsed().as_secs() < 60,
+                "the writer saved nothing in a minute"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(3 + 7 * round as u64 % 40));
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+    let store = Store::open_location(location).unwrap();
+    let list = store.list().unwrap();
+    assert!(
+        list.len() >= rounds,
+        "the writers saved something: {}",
+        list.len()
+    );
+    for r in &list {
+        assert_eq!(r.figures, 400, "run {} ({:?}) is partial", r.id, r.label);
+        assert!(store.document(r.id).unwrap().ends_with("\"}"));
+    }
+    store
+}
