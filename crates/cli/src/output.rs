@@ -121,9 +121,12 @@ impl Ctx {
         let mut saved = None;
         if let Some(to) = &self.save {
             let mut store = Store::open_location(&to.location)?;
+            let platform = envelope.environment.as_ref().and_then(|e| e.platform.as_ref());
             let id = store.save(&NewRun {
                 started_unix_s: self.started_unix_s,
                 host: envelope.environment.as_ref().and_then(|e| e.hostname.clone()),
+                host_id: platform.and_then(|p| p.host_id.known().cloned()),
+                class_key: platform.map(|p| p.class.key.clone()),
                 label: to.label.clone(),
                 command: f.command.into(),
                 tool_version: env!("CARGO_PKG_VERSION").into(),

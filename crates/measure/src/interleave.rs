@@ -9,7 +9,7 @@
 
 use memfabric_model::{HugePages, Interleave, InterleaveShares, Placement};
 
-use crate::placement::{tally, PlaceError};
+use crate::placement::{tally, unchecked, PlaceError};
 use crate::sys::{self, Buffer, MapError};
 
 /// Pages asked about per buffer: all of them up to 1 GiB of 4 KiB pages.
@@ -128,18 +128,7 @@ fn count(
     let pages = buf.window_pages(MAX_COUNTED_PAGES);
     let total = (buf.len() / buf.page_size()) as u64;
     let windows = if pages.len() as u64 == total { 1 } else { 16 };
-    let mut placement = Placement {
-        requested_node: spec.nodes[0],
-        page_size_bytes: buf.page_size() as u64,
-        pages_total: total,
-        pages_sampled: pages.len() as u64,
-        pages_on_node: 0,
-        pages_elsewhere: Vec::new(),
-        thread_affinity: affinity,
-        verified: false,
-        method: String::new(),
-        interleave: None,
-    };
+    let mut placement = unchecked(buf, spec.nodes[0], pages.len(), affinity);
     let status = match sys::page_nodes(&pages) {
         Ok(status) => status,
         // No NUMA support: every page is on the one node.

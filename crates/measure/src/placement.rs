@@ -82,18 +82,7 @@ pub fn allocate_on_node(
 
 fn verify(buf: &Buffer, node: u32, bound: bool, affinity: Vec<u32>) -> Placement {
     let pages = buf.sample_pages(MAX_SAMPLED_PAGES);
-    let mut placement = Placement {
-        requested_node: node,
-        page_size_bytes: buf.page_size() as u64,
-        pages_total: (buf.len() / buf.page_size()) as u64,
-        pages_sampled: pages.len() as u64,
-        pages_on_node: 0,
-        pages_elsewhere: Vec::new(),
-        thread_affinity: affinity,
-        verified: false,
-        method: String::new(),
-        interleave: None,
-    };
+    let mut placement = unchecked(buf, node, pages.len(), affinity);
     match sys::page_nodes(&pages) {
         Ok(status) => {
             tally(&mut placement, &status);
@@ -109,6 +98,22 @@ fn verify(buf: &Buffer, node: u32, bound: bool, affinity: Vec<u32>) -> Placement
         Err(e) => placement.method = format!("move_pages failed: {e}"),
     }
     placement
+}
+
+/// A placement of `buf` before its pages are counted: nothing found yet, not verified.
+pub(crate) fn unchecked(buf: &Buffer, requested_node: u32, sampled: usize, affinity: Vec<u32>) -> Placement {
+    Placement {
+        requested_node,
+        page_size_bytes: buf.page_size() as u64,
+        pages_total: (buf.len() / buf.page_size()) as u64,
+        pages_sampled: sampled as u64,
+        pages_on_node: 0,
+        pages_elsewhere: Vec::new(),
+        thread_affinity: affinity,
+        verified: false,
+        method: String::new(),
+        interleave: None,
+    }
 }
 
 pub(crate) fn tally(placement: &mut Placement, status: &[i32]) {

@@ -65,6 +65,10 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct NewRun {
     pub started_unix_s: u64,
     pub host: Option<String>,
+    /// The salted hash of the machine's id (`environment.platform.host_id`).
+    pub host_id: Option<String>,
+    /// The hardware class key (`environment.platform.class.key`).
+    pub class_key: Option<String>,
     pub label: Option<String>,
     /// The command that produced it, e.g. "run" or "bandwidth".
     pub command: String,
@@ -82,6 +86,10 @@ pub struct RunSummary {
     pub id: i64,
     pub started_unix_s: u64,
     pub host: Option<String>,
+    #[serde(default)]
+    pub host_id: Option<String>,
+    #[serde(default)]
+    pub class_key: Option<String>,
     pub label: Option<String>,
     pub command: String,
     pub tool_version: String,

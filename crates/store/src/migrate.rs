@@ -64,6 +64,15 @@ pub const STEPS: &[Step] = &[
         );
         CREATE INDEX figures_by_run ON figures(run_id);",
     },
+    // 2: which machine, and which class of machine, each run came from.
+    Step {
+        sqlite: "ALTER TABLE runs ADD COLUMN host_id TEXT;
+        ALTER TABLE runs ADD COLUMN class_key TEXT;
+        CREATE INDEX runs_by_class ON runs(class_key);",
+        postgres: "ALTER TABLE runs ADD COLUMN host_id TEXT;
+        ALTER TABLE runs ADD COLUMN class_key TEXT;
+        CREATE INDEX runs_by_class ON runs(class_key);",
+    },
 ];
 
 /// The schema version this build writes and reads.

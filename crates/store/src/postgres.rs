@@ -163,11 +163,13 @@ fn summary_of(r: &postgres::Row) -> RunSummary {
         tool_version: r.get(5),
         summary: r.get(6),
         figures: r.get::<_, i64>(7) as u64,
+        host_id: r.get(8),
+        class_key: r.get(9),
     }
 }
 
 const SUMMARY: &str = "SELECT r.id, r.started_unix_s, r.host, r.label, r.command, r.tool_version, r.summary,
-        (SELECT COUNT(*) FROM figures f WHERE f.run_id = r.id)
+        (SELECT COUNT(*) FROM figures f WHERE f.run_id = r.id), r.host_id, r.class_key
      FROM runs r";
 
 impl Backend for PgStore {
@@ -179,8 +181,8 @@ impl Backend for PgStore {
             let mut tx = self.client.transaction()?;
             let id: i64 = tx
                 .query_one(
-                    "INSERT INTO runs (started_unix_s, saved_unix_s, host, label, command, tool_version, summary, document)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                    "INSERT INTO runs (started_unix_s, saved_unix_s, host, label, command, tool_version, summary, document, host_id, class_key)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
                     &[
                         &(run.started_unix_s as i64),
                         &saved,
@@ -190,6 +192,8 @@ impl Backend for PgStore {
                         &run.tool_version,
                         &run.summary,
                         &run.document,
+                        &run.host_id,
+                        &run.class_key,
                     ],
                 )?
                 .get(0);

@@ -106,7 +106,7 @@ impl SqliteStore {
     fn summaries(&self, filter: &str, arg: i64) -> rusqlite::Result<Vec<RunSummary>> {
         let sql = format!(
             "SELECT r.id, r.started_unix_s, r.host, r.label, r.command, r.tool_version, r.summary,
-                    (SELECT COUNT(*) FROM figures f WHERE f.run_id = r.id)
+                    (SELECT COUNT(*) FROM figures f WHERE f.run_id = r.id), r.host_id, r.class_key
              FROM runs r {filter} ORDER BY r.id DESC"
         );
         let mut stmt = self.conn.prepare(&sql)?;
@@ -120,6 +120,8 @@ impl SqliteStore {
                 tool_version: r.get(5)?,
                 summary: r.get(6)?,
                 figures: r.get::<_, i64>(7)? as u64,
+                host_id: r.get(8)?,
+                class_key: r.get(9)?,
             })
         })?;
         rows.collect()
@@ -137,8 +139,8 @@ impl Backend for SqliteStore {
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.execute(
-                "INSERT INTO runs (started_unix_s, saved_unix_s, host, label, command, tool_version, summary, document)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO runs (started_unix_s, saved_unix_s, host, label, command, tool_version, summary, document, host_id, class_key)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 params![
                     run.started_unix_s as i64,
                     saved as i64,
@@ -147,7 +149,9 @@ impl Backend for SqliteStore {
                     run.command,
                     run.tool_version,
                     run.summary,
-                    run.document
+                    run.document,
+                    run.host_id,
+                    run.class_key
                 ],
             )?;
             let id = tx.last_insert_rowid();

@@ -196,3 +196,31 @@ fn opening_a_new_database_from_several_threads_at_once_succeeds() {
         });
     }
 }
+
+/// A database memfabric 0.4.0 wrote (schema 1) gains the host and class columns; its
+/// runs keep everything and read back with neither.
+#[test]
+fn a_v040_database_migrates_and_new_runs_carry_host_and_class() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.sqlite");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/store/runs-v0.4.0.sqlite"
+    );
+    std::fs::copy(fixture, &path).unwrap();
+    let mut s = Store::open(&path).unwrap();
+    let old = s.list().unwrap();
+    assert_eq!(old.len(), 16);
+    assert!(old.iter().all(|r| r.class_key.is_none() && r.host_id.is_none()));
+    let mut new = run("classed", 3);
+    new.class_key = Some("CPU/2S/64C/16ch/3200MT/2N".into());
+    new.host_id = Some("machine-id:0123456789abcdef".into());
+    let id = s.save(&new).unwrap();
+    let got = s.summary(id).unwrap();
+    assert_eq!(got.class_key, new.class_key);
+    assert_eq!(got.host_id, new.host_id);
+    drop(s);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(v, LATEST_VERSION);
+}

@@ -22,6 +22,7 @@ mod dmidecode;
 mod error;
 mod hmat;
 mod host;
+mod identity;
 mod locator;
 mod node;
 pub mod parse;
@@ -37,6 +38,7 @@ pub use devices::{cap_eff, parse_numa_node, read_pmu, read_pmus, PciSlot, PerfAc
 pub use dmidecode::{dmidecode_fallback, live_memory_devices, parse_dmidecode};
 pub use error::{ListError, TopoError};
 pub use host::{cpuinfo_field, governors, mem_available_bytes, numa_balancing, Host};
+pub use identity::{host_id, HardwareClass};
 pub use locator::{group_dimms, parse_place, Place};
 pub use platform::{memory_options_of, DimmSpeed, Fact, NodeSeen, NumaSeen, Platform};
 pub use roots::Roots;

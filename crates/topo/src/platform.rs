@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{format_cpulist, MemoryDevices, Roots, Topology};
+use crate::{format_cpulist, HardwareClass, MemoryDevices, Roots, Topology};
 
 /// A fact, or why it is not known.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,6 +28,10 @@ impl<T> Fact<T> {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Platform {
+    /// A salted hash of the machine's id: the same machine, run after run.
+    pub host_id: Fact<String>,
+    /// What this machine is compared with: machines of the same class.
+    pub class: HardwareClass,
     pub bios_vendor: Fact<String>,
     pub bios_version: Fact<String>,
     pub bios_date: Fact<String>,
@@ -94,7 +98,10 @@ impl Platform {
     pub fn read(topo: &Topology, roots: &Roots, devices: &MemoryDevices) -> Platform {
         let dmi = roots.sys.join("class/dmi/id");
         let field = |name: &str| dmi_field(&dmi, name);
+        let cpu_model = crate::Host::read(roots).cpu_model;
         Platform {
+            host_id: crate::host_id(roots),
+            class: HardwareClass::of(topo, cpu_model.as_deref(), devices),
             bios_vendor: field("bios_vendor"),
             bios_version: field("bios_version"),
             bios_date: field("bios_date"),

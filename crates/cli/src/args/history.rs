@@ -13,7 +13,14 @@ pub struct RunsArgs {
 #[derive(Debug, Subcommand)]
 pub enum RunsAction {
     /// Every saved run, newest first: id, date, host, label, one-line summary
-    List,
+    List {
+        /// Only runs of this hardware class (`memfabric topology` prints this machine's)
+        #[arg(long, value_name = "KEY")]
+        class: Option<String>,
+        /// Only runs of this host (the hashed id `memfabric topology` prints)
+        #[arg(long, value_name = "ID")]
+        host_id: Option<String>,
+    },
     /// One run's figures (RUN: an id, or `last`)
     Show { run: RunRef },
     /// Delete a run and its figures

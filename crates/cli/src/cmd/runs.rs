@@ -119,8 +119,12 @@ struct Shown {
 pub fn runs(ctx: &Ctx, a: &RunsArgs) -> Result<Status> {
     let mut store = open(ctx)?;
     match &a.action {
-        RunsAction::List => {
-            let list = store.list()?;
+        RunsAction::List { class, host_id } => {
+            let mut list = store.list()?;
+            list.retain(|r| {
+                class.as_ref().is_none_or(|c| r.class_key.as_ref() == Some(c))
+                    && host_id.as_ref().is_none_or(|h| r.host_id.as_ref() == Some(h))
+            });
             if ctx.json {
                 ctx.print_json("runs", None, &list)?;
             } else if list.is_empty() {
@@ -138,8 +142,15 @@ pub fn runs(ctx: &Ctx, a: &RunsArgs) -> Result<Status> {
             if ctx.json {
                 ctx.print_json("runs", None, &shown)?;
             } else {
-                let text =
-                    summary_table(std::slice::from_ref(&shown.run)) + "\n" + &figures_table(&shown.figures);
+                let r = &shown.run;
+                let unknown = || "unknown (saved before 0.5)".to_string();
+                let text = summary_table(std::slice::from_ref(r))
+                    + &format!(
+                        "class: {}\nhost id: {}\n\n",
+                        r.class_key.clone().unwrap_or_else(unknown),
+                        r.host_id.clone().unwrap_or_else(unknown)
+                    )
+                    + &figures_table(&shown.figures);
                 print_all(&text)?;
             }
         }

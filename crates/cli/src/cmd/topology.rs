@@ -20,9 +20,29 @@ pub fn run(ctx: &Ctx, a: &TopologyArgs) -> Result<Status> {
         // The environment describes this machine, so it is left out for a saved tree.
         ctx.print_json("topology", real.then_some(&topo), &topo)?;
     } else {
-        print_all(&render(&topo))?;
+        let mut text = render(&topo);
+        if real {
+            text += &identity(&topo);
+        }
+        print_all(&text)?;
     }
     Ok(Status::Ok)
+}
+
+/// This machine's hardware class and host id, as every saved run records them.
+fn identity(topo: &Topology) -> String {
+    let roots = memfabric_topo::Roots::live();
+    let model = memfabric_topo::Host::read(&roots).cpu_model;
+    let class =
+        memfabric_topo::HardwareClass::of(topo, model.as_deref(), &memfabric_topo::live_memory_devices(topo));
+    let id = match memfabric_topo::host_id(&roots) {
+        memfabric_topo::Fact::Known(id) => id,
+        memfabric_topo::Fact::Unknown(why) => format!("unknown: {why}"),
+    };
+    format!(
+        "\nHardware class: {} (runs list --class)\nHost id: {id} (runs list --host-id)\n",
+        class.key
+    )
 }
 
 pub fn render(t: &Topology) -> String {

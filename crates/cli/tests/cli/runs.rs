@@ -166,3 +166,35 @@ fn an_interrupted_measurement_saves_nothing() {
         );
     }
 }
+
+/// Every saved run carries this machine's hardware class and host id, as `topology`
+/// prints them, and `runs list` selects by either.
+#[test]
+fn runs_carry_and_select_by_hardware_class_and_host() {
+    let _turn = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.sqlite");
+    with_db(&db).args(QUICK_BW).arg("--save").assert().success();
+    let topo = memfabric().arg("topology").assert().success();
+    let text = String::from_utf8_lossy(&topo.get_output().stdout).into_owned();
+    let class = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Hardware class: "))
+        .and_then(|l| l.strip_suffix(" (runs list --class)"))
+        .expect("topology prints the class");
+    let listed = json(&db, &["runs", "list", "--class", class]);
+    assert_eq!(listed["result"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["result"][0]["class_key"], class);
+    let host = listed["result"][0]["host_id"].as_str().map(str::to_string);
+    if let Some(h) = host {
+        assert_eq!(
+            json(&db, &["runs", "list", "--host-id", &h])["result"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+    let none = json(&db, &["runs", "list", "--class", "no-such-class"]);
+    assert!(none["result"].as_array().unwrap().is_empty());
+}

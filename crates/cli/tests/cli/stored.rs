@@ -54,6 +54,8 @@ fn save_raw(db: &Path, command: &str, document: &str) -> i64 {
     let mut store = Store::open(db).unwrap();
     store
         .save(&NewRun {
+            host_id: None,
+            class_key: None,
             started_unix_s: 0,
             host: None,
             label: None,

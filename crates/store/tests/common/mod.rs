@@ -28,6 +28,8 @@ pub fn run(label: &str, figures: usize) -> NewRun {
     NewRun {
         started_unix_s: 1_700_000_000,
         host: Some("host-a".into()),
+        host_id: None,
+        class_key: None,
         label: Some(label.into()),
         command: "run".into(),
         tool_version: "0.2.0".into(),
@@ -44,7 +46,10 @@ pub fn run(label: &str, figures: usize) -> NewRun {
 pub fn round_trip(s: &mut Store) {
     assert_eq!(s.last().unwrap(), None);
     let a = s.save(&run("DDR4-2400", 16)).unwrap();
-    let b = s.save(&run("DDR4-2666", 16)).unwrap();
+    let mut second = run("DDR4-2666", 16);
+    second.host_id = Some("machine-id:0123456789abcdef".into());
+    second.class_key = Some("CPU/2S/64C/16ch/2666MT/2N".into());
+    let b = s.save(&second).unwrap();
     assert!(b > a);
     assert_eq!(s.last().unwrap(), Some(b));
     let list = s.list().unwrap();
@@ -57,7 +62,13 @@ pub fn round_trip(s: &mut Store) {
     assert_eq!(list[1].figures, 16);
     assert_eq!(s.figures(a).unwrap(), (0..16).map(figure).collect::<Vec<_>>());
     assert!(s.document(b).unwrap().contains("DDR4-2666"));
-    assert_eq!(s.summary(b).unwrap().host.as_deref(), Some("host-a"));
+    let got = s.summary(b).unwrap();
+    assert_eq!(got.host.as_deref(), Some("host-a"));
+    assert_eq!(
+        (got.host_id, got.class_key),
+        (second.host_id.clone(), second.class_key.clone())
+    );
+    assert_eq!(list[1].class_key, None, "a run saved without a class has none");
     s.delete(a).unwrap();
     assert!(matches!(s.figures(a), Err(StoreError::NotFound(id)) if id == a));
     assert!(matches!(s.delete(a), Err(StoreError::NotFound(_))));
