@@ -17,6 +17,7 @@ pub mod mix;
 pub mod monitor;
 pub mod results;
 pub mod stats;
+pub mod study;
 pub mod suite;
 pub mod sweep;
 pub mod theory;
@@ -40,6 +41,7 @@ pub use monitor::{
 };
 pub use results::*;
 pub use stats::Summary;
+pub use study::{study, Study, StudyRow, StudyRun};
 pub use suite::{Cell, RunReport};
 pub use sweep::{
     bandwidth_curve, latency_curve, Boundary, LevelComparison, Plateau, SweepBandwidthPoint,

@@ -15,10 +15,12 @@ mod concurrent;
 mod gpu;
 mod monitor;
 mod sections;
+mod study;
 
 use memfabric_model::StoredDocument;
 
 pub use sections::{dram_cells, sections};
+pub use study::render_study;
 use svg::esc;
 
 /// What the report says about a run besides its document.

@@ -41,10 +41,16 @@ pub enum ExportFormat {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The first run (an id, or `last`)
-    pub a: RunRef,
-    /// The second run: differences are B - A
-    pub b: RunRef,
+    /// The runs (ids, or `last`). Two runs: differences B - A and difference matrices.
+    /// More: one column per run and each run's ratio to the first (a configuration study)
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<RunRef>,
+    /// Every run whose label starts with this, oldest first, instead of listing them
+    #[arg(long, value_name = "PREFIX", conflicts_with = "runs")]
+    pub label_prefix: Option<String>,
+    /// Also write the study as one HTML file with grouped bars
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -15,6 +15,7 @@ pub mod report;
 pub mod run;
 pub mod runs;
 pub mod stream;
+pub mod study;
 pub mod sweep;
 pub mod theory;
 pub mod topology;

@@ -173,7 +173,29 @@ pub fn runs(ctx: &Ctx, a: &RunsArgs) -> Result<Status> {
 
 pub fn compare_runs(ctx: &Ctx, a: &CompareArgs) -> Result<Status> {
     let store = open(ctx)?;
-    let (ia, ib) = (resolve(&store, &a.a)?, resolve(&store, &a.b)?);
+    let ids = match &a.label_prefix {
+        Some(prefix) => {
+            let mut runs = store.list()?;
+            runs.retain(|r| r.label.as_deref().is_some_and(|l| l.starts_with(prefix.as_str())));
+            runs.iter().rev().map(|r| r.id).collect()
+        }
+        None => a
+            .runs
+            .iter()
+            .map(|r| resolve(&store, r))
+            .collect::<Result<Vec<i64>>>()?,
+    };
+    if ids.len() < 2 {
+        return Err(Usage(format!(
+            "compare needs at least two runs; {} given or matched",
+            ids.len()
+        ))
+        .into());
+    }
+    if ids.len() > 2 || a.label_prefix.is_some() || a.html.is_some() {
+        return super::study::run(ctx, &store, &ids, a.html.as_deref());
+    }
+    let (ia, ib) = (ids[0], ids[1]);
     let c = compare(ia, &store.figures(ia)?, ib, &store.figures(ib)?);
     if ctx.json {
         ctx.print_json("compare", None, &c)?;

@@ -198,3 +198,55 @@ fn runs_carry_and_select_by_hardware_class_and_host() {
     let none = json(&db, &["runs", "list", "--class", "no-such-class"]);
     assert!(none["result"].as_array().unwrap().is_empty());
 }
+
+/// A configuration study: three labelled runs, selected by label prefix, one column
+/// each and their ratios to the first, as text, JSON and grouped bars.
+#[test]
+fn compare_takes_any_number_of_runs_and_label_prefixes() {
+    let _turn = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.sqlite");
+    for label in ["cfg-a", "other", "cfg-b", "cfg-c"] {
+        with_db(&db)
+            .args(QUICK_BW)
+            .args(["--label", label])
+            .assert()
+            .success();
+    }
+    let s = json(&db, &["compare", "--label-prefix", "cfg-"]);
+    let runs: Vec<&str> = s["result"]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        runs,
+        ["cfg-a", "cfg-b", "cfg-c"],
+        "oldest first, `other` left out"
+    );
+    let rows = s["result"]["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    for r in rows {
+        assert_eq!(r["values"].as_array().unwrap().len(), 3);
+        assert_eq!(r["ratios"][0], 1.0);
+        let (v0, v2) = (r["values"][0].as_f64().unwrap(), r["values"][2].as_f64().unwrap());
+        assert!((r["ratios"][2].as_f64().unwrap() - v2 / v0).abs() < 1e-9);
+    }
+    let html = dir.path().join("study.html");
+    let out = with_db(&db)
+        .args(["compare", "1", "3", "4", "--html"])
+        .arg(&html)
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains("Study of 3 runs") && text.contains("#3 cfg-b / #1 cfg-a"),
+        "{text}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<svg") && page.contains("#4 cfg-c"));
+    let one = with_db(&db).args(["compare", "1"]).assert().code(2);
+    let err = String::from_utf8_lossy(&one.get_output().stderr).into_owned();
+    assert!(err.contains("at least two runs; 1 given"), "{err}");
+}
