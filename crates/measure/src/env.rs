@@ -27,6 +27,7 @@ pub fn environment(topo: &Topology, roots: &Roots) -> Environment {
         platform: Some(Platform::read(
             topo,
             roots,
+            &host,
             &memfabric_topo::live_memory_devices(topo),
         )),
     }

@@ -31,6 +31,15 @@ pub enum Target {
 }
 
 impl Target {
+    /// The interleave set when one is given, else `node`: what a plan's
+    /// `interleave` option means for one of its buffers.
+    pub fn of(interleave: Option<&Interleave>, node: u32) -> Target {
+        match interleave {
+            Some(i) => Target::Interleave(i.clone()),
+            None => Target::Node(node),
+        }
+    }
+
     /// The node a single-node target names, or an interleave set's first node.
     pub fn first_node(&self) -> u32 {
         match self {

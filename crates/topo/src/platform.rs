@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{format_cpulist, HardwareClass, MemoryDevices, Roots, Topology};
+use crate::{format_cpulist, HardwareClass, Host, MemoryDevices, Roots, Topology};
 
 /// A fact, or why it is not known.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,15 +93,14 @@ const MEMORY_OPTIONS: [&str; 12] = [
 ];
 
 impl Platform {
-    /// Reads the facts of the machine `roots` describe; `devices` are its DIMMs as
-    /// already read (SMBIOS or dmidecode).
-    pub fn read(topo: &Topology, roots: &Roots, devices: &MemoryDevices) -> Platform {
+    /// Reads the facts of the machine `roots` describe; `host` and `devices` (its
+    /// DIMMs, from SMBIOS or dmidecode) are as the caller already read them.
+    pub fn read(topo: &Topology, roots: &Roots, host: &Host, devices: &MemoryDevices) -> Platform {
         let dmi = roots.sys.join("class/dmi/id");
         let field = |name: &str| dmi_field(&dmi, name);
-        let cpu_model = crate::Host::read(roots).cpu_model;
         Platform {
             host_id: crate::host_id(roots),
-            class: HardwareClass::of(topo, cpu_model.as_deref(), devices),
+            class: HardwareClass::of(topo, host.cpu_model.as_deref(), devices),
             bios_vendor: field("bios_vendor"),
             bios_version: field("bios_version"),
             bios_date: field("bios_date"),

@@ -65,10 +65,7 @@ pub fn run(plan: &BandwidthPlan, dram: Option<&DramCounters>, obs: &dyn Observer
                     mem_node: spec.mem_node,
                 })
                 .collect();
-            let target = match &plan.interleave {
-                Some(i) => Target::Interleave(i.clone()),
-                None => Target::Node(spec.mem_node),
-            };
+            let target = Target::of(plan.interleave.as_ref(), spec.mem_node);
             let outcome = measure_at(spec.mix, &members, Some(&target), &plan.kernel, 1, dram, obs);
             obs.advance(&format!(
                 "{} node {} -> {}, {} threads",

@@ -57,11 +57,8 @@ pub fn run(plan: &LatencyPlan, obs: &dyn Observer) -> LatencyReport {
                     })
             })
         };
-        let to = match &plan.interleave {
-            Some(i) => format!("interleave {}", i.label()),
-            None => format!("node {}", spec.mem_node),
-        };
-        obs.advance(&format!("cpu {} -> {to}", spec.cpu));
+        let to = Target::of(plan.interleave.as_ref(), spec.mem_node);
+        obs.advance(&format!("cpu {} -> {}", spec.cpu, to.label()));
         cells.push(LatencyCell {
             cpu: spec.cpu,
             cpu_node: spec.cpu_node,
@@ -210,10 +207,7 @@ fn measure_cell(
     spec: &LatencyCellSpec,
     obs: &dyn Observer,
 ) -> Outcome<LatencyMeasurement> {
-    let target = match &plan.interleave {
-        Some(i) => Target::Interleave(i.clone()),
-        None => Target::Node(spec.mem_node),
-    };
+    let target = Target::of(plan.interleave.as_ref(), spec.mem_node);
     match prepare_chase(spec.cpu, &target, &plan.shape(), obs) {
         Ok(ready) => {
             let (samples_ns, loads) = ready.sample(plan.samples, plan.sample_time, obs);

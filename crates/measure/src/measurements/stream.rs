@@ -83,10 +83,7 @@ fn measure(plan: &StreamPlan, obs: &dyn Observer) -> Outcome<StreamMeasurement> 
     let index_of = |m: Member| plan.members.iter().position(|x| *x == m).expect("member");
     let setup = |m: Member| {
         let elements = plan.part(index_of(m));
-        let target = match &plan.interleave {
-            Some(i) => Target::Interleave(i.clone()),
-            None => Target::Node(m.mem_node),
-        };
+        let target = Target::of(plan.interleave.as_ref(), m.mem_node);
         let mut arrays = Arrays::placed(m.cpu, &target, 3, elements, plan.huge_pages)?;
         let mut s = arrays.slices();
         // STREAM: a = 1, b = 2, c = 0, then a = 2 * a in its timer-granularity test.
