@@ -7,12 +7,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use memfabric_measure::registry;
 use memfabric_model::{HugePages, Mix, Pattern};
 
+mod fleet;
 mod gpu;
 mod history;
 mod interleave;
 mod monitor;
 mod pairs;
 mod theory;
+pub use fleet::{FleetAction, FleetArgs, FleetReportArgs, IngestArgs, FLEET_HELP};
 pub use gpu::{directions, GpuArgs, GpuBandwidthArgs, GpuCommand, GpuCopyArgs, GPU_HELP};
 pub use history::{CompareArgs, ExportFormat, ReportArgs, RunRef, RunsAction, RunsArgs};
 pub use interleave::{ConcurrentArg, InterleaveArgs};
@@ -146,6 +148,9 @@ pub enum Command {
     Compare(CompareArgs),
     /// A saved run as one offline HTML file: heatmaps, curves, tiers; --compare for two runs
     Report(ReportArgs),
+    /// Many hosts' runs: ingest their JSON documents, then judge every host against its hardware class
+    #[command(after_help = FLEET_HELP)]
+    Fleet(FleetArgs),
     #[command(about = registry::C2C.about, after_help = C2C_HELP)]
     C2c(C2cArgs),
     #[command(about = registry::SWEEP.about, after_help = SWEEP_HELP)]

@@ -25,6 +25,7 @@ fn never_saved(c: &Command) -> Option<&'static str> {
         Command::Runs(_) => Some("runs"),
         Command::Compare(_) => Some("compare"),
         Command::Report(_) => Some("report"),
+        Command::Fleet(_) => Some("fleet"),
         Command::List => Some("list"),
         _ => None,
     }
@@ -80,6 +81,7 @@ fn main() -> ExitCode {
         Command::Runs(a) => cmd::runs::runs(&ctx, a),
         Command::Compare(a) => cmd::runs::compare_runs(&ctx, a),
         Command::Report(a) => cmd::report::run(&ctx, a),
+        Command::Fleet(a) => cmd::fleet::run(&ctx, a),
         Command::C2c(a) => cmd::c2c::run(&ctx, a),
         Command::Sweep(a) => cmd::sweep::run(&ctx, a),
         Command::Theory(a) => cmd::theory::run(&ctx, a),

@@ -131,8 +131,10 @@ impl Ctx {
                 command: f.command.into(),
                 tool_version: env!("CARGO_PKG_VERSION").into(),
                 summary: f.summary,
+                facts: Some(fleet_facts(&envelope, &f.figures)),
                 document: document.clone(),
                 figures: f.figures,
+                campaign: None,
             })?;
             eprintln!("memfabric: saved as run {id} in {}", store.location());
             saved = Some(id);
@@ -176,6 +178,14 @@ impl Ctx {
             result,
         }
     }
+}
+
+/// What the fleet report reads of a saved run, as JSON.
+fn fleet_facts<T: Serialize>(envelope: &Envelope<T>, figures: &[Figure]) -> String {
+    let result = serde_json::to_value(&envelope.result).unwrap_or_default();
+    let noise = memfabric_model::fleet::noise_flags(&result);
+    let facts = memfabric_model::fleet::FleetFacts::of(envelope.environment.as_ref(), figures, noise);
+    serde_json::to_string(&facts).expect("facts encode")
 }
 
 /// A JSON document as printed: pretty, ending in a newline.

@@ -10,6 +10,8 @@ use serde_json::Value;
 mod bandwidth;
 #[path = "cli/c2c.rs"]
 mod c2c;
+#[path = "cli/fleet.rs"]
+mod fleet;
 #[path = "cli/gpu.rs"]
 mod gpu;
 #[path = "cli/loaded.rs"]
@@ -28,6 +30,8 @@ mod spread;
 mod stored;
 #[path = "cli/sweep.rs"]
 mod sweep;
+#[path = "synth/mod.rs"]
+mod synth;
 #[path = "cli/theory.rs"]
 mod theory;
 

@@ -71,7 +71,12 @@ fn typed<T: DeserializeOwned>(command: &str, v: Value) -> Result<T, DocumentErro
 impl StoredDocument {
     /// Reads a document as `--json` prints it.
     pub fn parse(text: &str) -> Result<StoredDocument, DocumentError> {
-        let mut v: Value = serde_json::from_str(text).map_err(|e| DocumentError::NotJson(e.to_string()))?;
+        let v: Value = serde_json::from_str(text).map_err(|e| DocumentError::NotJson(e.to_string()))?;
+        StoredDocument::from_value(v)
+    }
+
+    /// Reads a document already parsed as JSON.
+    pub fn from_value(mut v: Value) -> Result<StoredDocument, DocumentError> {
         let Some(found) = v["schema_version"].as_u64() else {
             return Err(DocumentError::NotJson("no schema_version".into()));
         };

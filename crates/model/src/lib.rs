@@ -10,6 +10,7 @@ pub mod concurrent;
 pub mod document;
 pub mod failures;
 pub mod figures;
+pub mod fleet;
 pub mod gpu;
 mod gpu_figures;
 pub mod interleave;

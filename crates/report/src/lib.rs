@@ -12,6 +12,7 @@
 pub mod svg;
 
 mod concurrent;
+mod fleet;
 mod gpu;
 mod monitor;
 mod sections;
@@ -19,6 +20,7 @@ mod study;
 
 use memfabric_model::StoredDocument;
 
+pub use fleet::render_fleet;
 pub use sections::{dram_cells, sections};
 pub use study::render_study;
 use svg::esc;

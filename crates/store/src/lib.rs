@@ -78,6 +78,53 @@ pub struct NewRun {
     /// The whole JSON document the command printed (or would have printed).
     pub document: String,
     pub figures: Vec<Figure>,
+    /// The campaign it was gathered in (`fleet ingest --campaign`).
+    pub campaign: Option<String>,
+    /// What the fleet report reads of it: `memfabric_model::fleet::FleetFacts` as JSON.
+    pub facts: Option<String>,
+}
+
+/// What saving a run did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saved {
+    /// Stored under this id.
+    New(i64),
+    /// The same document was already stored, under this id; nothing was written.
+    Duplicate(i64),
+}
+
+impl Saved {
+    pub fn id(self) -> i64 {
+        match self {
+            Saved::New(id) | Saved::Duplicate(id) => id,
+        }
+    }
+}
+
+/// A run as the fleet report reads it: who, where, and its facts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetRow {
+    pub id: i64,
+    pub started_unix_s: u64,
+    pub host: Option<String>,
+    pub host_id: Option<String>,
+    pub class_key: Option<String>,
+    pub campaign: Option<String>,
+    /// `FleetFacts` as JSON.
+    pub facts: String,
+}
+
+/// What makes two documents the same run: a SHA-256 of the document with its
+/// formatting removed (parsed and written back compactly, keys in order), so a
+/// document pretty-printed or reformatted by another tool still matches itself.
+pub fn document_hash(document: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let canonical = serde_json::from_str::<serde_json::Value>(document)
+        .map_or_else(|_| document.to_string(), |v| v.to_string());
+    Sha256::digest(canonical.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A saved run, without its document and figures.
@@ -99,8 +146,11 @@ pub struct RunSummary {
 
 /// What a store does, whichever database holds it.
 pub trait Backend {
-    /// Saves a run and its figures in one transaction; returns its id.
-    fn save(&mut self, run: &NewRun) -> Result<i64, StoreError>;
+    /// Saves runs and their figures in one transaction: all of them or none. A run
+    /// whose document is already stored is not stored again.
+    fn save_all(&mut self, runs: &[NewRun]) -> Result<Vec<Saved>, StoreError>;
+    /// The runs that carry fleet facts, newest first; only one campaign's if given.
+    fn fleet(&mut self, campaign: Option<&str>) -> Result<Vec<FleetRow>, StoreError>;
     /// Every run, newest first.
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError>;
     fn summary(&mut self, id: i64) -> Result<RunSummary, StoreError>;
@@ -173,8 +223,19 @@ impl Store {
         &self.location
     }
 
+    /// Saves one run (one transaction); a document already stored keeps its id.
     pub fn save(&mut self, run: &NewRun) -> Result<i64, StoreError> {
-        self.backend.get_mut().save(run)
+        let saved = self.backend.get_mut().save_all(std::slice::from_ref(run))?;
+        Ok(saved[0].id())
+    }
+
+    /// Saves many runs in one transaction: all or none.
+    pub fn save_all(&mut self, runs: &[NewRun]) -> Result<Vec<Saved>, StoreError> {
+        self.backend.get_mut().save_all(runs)
+    }
+
+    pub fn fleet(&self, campaign: Option<&str>) -> Result<Vec<FleetRow>, StoreError> {
+        self.backend.borrow_mut().fleet(campaign)
     }
 
     pub fn list(&self) -> Result<Vec<RunSummary>, StoreError> {

@@ -73,6 +73,20 @@ pub const STEPS: &[Step] = &[
         ALTER TABLE runs ADD COLUMN class_key TEXT;
         CREATE INDEX runs_by_class ON runs(class_key);",
     },
+    // 3: fleets. The campaign a run was gathered in, a hash of its document (so a
+    // document ingested twice is stored once), and the facts the fleet report reads.
+    Step {
+        sqlite: "ALTER TABLE runs ADD COLUMN campaign TEXT;
+        ALTER TABLE runs ADD COLUMN doc_hash TEXT;
+        ALTER TABLE runs ADD COLUMN facts TEXT;
+        CREATE UNIQUE INDEX runs_by_hash ON runs(doc_hash);
+        CREATE INDEX runs_by_campaign ON runs(campaign);",
+        postgres: "ALTER TABLE runs ADD COLUMN campaign TEXT;
+        ALTER TABLE runs ADD COLUMN doc_hash TEXT;
+        ALTER TABLE runs ADD COLUMN facts TEXT;
+        CREATE UNIQUE INDEX runs_by_hash ON runs(doc_hash);
+        CREATE INDEX runs_by_campaign ON runs(campaign);",
+    },
 ];
 
 /// The schema version this build writes and reads.

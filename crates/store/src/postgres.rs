@@ -9,7 +9,7 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 
 use crate::migrate::{LATEST_VERSION, STEPS};
-use crate::{Backend, NewRun, RunSummary, StoreError};
+use crate::{Backend, FleetRow, NewRun, RunSummary, Saved, StoreError};
 
 /// How long connecting may take before the store is called unreachable (unless the
 /// URL sets `connect_timeout`).
@@ -173,16 +173,27 @@ const SUMMARY: &str = "SELECT r.id, r.started_unix_s, r.host, r.label, r.command
      FROM runs r";
 
 impl Backend for PgStore {
-    fn save(&mut self, run: &NewRun) -> Result<i64, StoreError> {
+    fn save_all(&mut self, runs: &[NewRun]) -> Result<Vec<Saved>, StoreError> {
         let saved = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()) as i64;
         let result = (|| {
             let mut tx = self.client.transaction()?;
-            let id: i64 = tx
-                .query_one(
-                    "INSERT INTO runs (started_unix_s, saved_unix_s, host, label, command, tool_version, summary, document, host_id, class_key)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+            let insert_run = tx.prepare(
+                "INSERT INTO runs (started_unix_s, saved_unix_s, host, label, command, tool_version, summary,
+                                   document, host_id, class_key, campaign, doc_hash, facts)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                 ON CONFLICT (doc_hash) DO NOTHING RETURNING id",
+            )?;
+            let insert = tx.prepare(
+                "INSERT INTO figures (run_id, measurement, dims, metric, value, min, max, cv, samples)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )?;
+            let mut out = Vec::with_capacity(runs.len());
+            for run in runs {
+                let hash = crate::document_hash(&run.document);
+                let added = tx.query_opt(
+                    &insert_run,
                     &[
                         &(run.started_unix_s as i64),
                         &saved,
@@ -194,34 +205,61 @@ impl Backend for PgStore {
                         &run.document,
                         &run.host_id,
                         &run.class_key,
-                    ],
-                )?
-                .get(0);
-            let insert = tx.prepare(
-                "INSERT INTO figures (run_id, measurement, dims, metric, value, min, max, cv, samples)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            )?;
-            for f in &run.figures {
-                let dims = serde_json::to_string(&f.dims).expect("string map encodes");
-                tx.execute(
-                    &insert,
-                    &[
-                        &id,
-                        &f.measurement,
-                        &dims,
-                        &f.metric,
-                        &f.value,
-                        &f.min,
-                        &f.max,
-                        &f.cv,
-                        &(f.samples as i64),
+                        &run.campaign,
+                        &hash,
+                        &run.facts,
                     ],
                 )?;
+                let Some(row) = added else {
+                    let id = tx.query_one("SELECT id FROM runs WHERE doc_hash = $1", &[&hash])?;
+                    out.push(Saved::Duplicate(id.get(0)));
+                    continue;
+                };
+                let id: i64 = row.get(0);
+                for f in &run.figures {
+                    let dims = serde_json::to_string(&f.dims).expect("string map encodes");
+                    tx.execute(
+                        &insert,
+                        &[
+                            &id,
+                            &f.measurement,
+                            &dims,
+                            &f.metric,
+                            &f.value,
+                            &f.min,
+                            &f.max,
+                            &f.cv,
+                            &(f.samples as i64),
+                        ],
+                    )?;
+                }
+                out.push(Saved::New(id));
             }
             tx.commit()?;
-            Ok(id)
+            Ok(out)
         })();
         result.map_err(|e| self.err(e))
+    }
+
+    fn fleet(&mut self, campaign: Option<&str>) -> Result<Vec<FleetRow>, StoreError> {
+        let rows = self.client.query(
+            "SELECT id, started_unix_s, host, host_id, class_key, campaign, facts FROM runs
+             WHERE facts IS NOT NULL AND ($1::TEXT IS NULL OR campaign = $1) ORDER BY id DESC",
+            &[&campaign],
+        );
+        let rows = rows.map_err(|e| self.err(e))?;
+        Ok(rows
+            .iter()
+            .map(|r| FleetRow {
+                id: r.get(0),
+                started_unix_s: r.get::<_, i64>(1) as u64,
+                host: r.get(2),
+                host_id: r.get(3),
+                class_key: r.get(4),
+                campaign: r.get(5),
+                facts: r.get(6),
+            })
+            .collect())
     }
 
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError> {

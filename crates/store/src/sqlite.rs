@@ -8,7 +8,7 @@ use memfabric_model::Figure;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use crate::migrate::{self, LATEST_VERSION};
-use crate::{Backend, NewRun, RunSummary, StoreError};
+use crate::{Backend, FleetRow, NewRun, RunSummary, Saved, StoreError};
 
 pub struct SqliteStore {
     conn: Connection,
@@ -129,8 +129,7 @@ impl SqliteStore {
 }
 
 impl Backend for SqliteStore {
-    /// Saves a run and its figures in one transaction; returns its id.
-    fn save(&mut self, run: &NewRun) -> Result<i64, StoreError> {
+    fn save_all(&mut self, runs: &[NewRun]) -> Result<Vec<Saved>, StoreError> {
         let saved = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -138,47 +137,84 @@ impl Backend for SqliteStore {
             let tx = self
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.execute(
-                "INSERT INTO runs (started_unix_s, saved_unix_s, host, label, command, tool_version, summary, document, host_id, class_key)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                params![
-                    run.started_unix_s as i64,
-                    saved as i64,
-                    run.host,
-                    run.label,
-                    run.command,
-                    run.tool_version,
-                    run.summary,
-                    run.document,
-                    run.host_id,
-                    run.class_key
-                ],
-            )?;
-            let id = tx.last_insert_rowid();
+            let mut out = Vec::with_capacity(runs.len());
             {
+                let mut insert_run = tx.prepare(
+                    "INSERT INTO runs (started_unix_s, saved_unix_s, host, label, command, tool_version, summary,
+                                       document, host_id, class_key, campaign, doc_hash, facts)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                     ON CONFLICT (doc_hash) DO NOTHING",
+                )?;
+                let mut existing = tx.prepare("SELECT id FROM runs WHERE doc_hash = ?1")?;
                 let mut insert = tx.prepare(
                     "INSERT INTO figures (run_id, measurement, dims, metric, value, min, max, cv, samples)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 )?;
-                for f in &run.figures {
-                    let dims = serde_json::to_string(&f.dims).expect("string map encodes");
-                    insert.execute(params![
-                        id,
-                        f.measurement,
-                        dims,
-                        f.metric,
-                        f.value,
-                        f.min,
-                        f.max,
-                        f.cv,
-                        f.samples as i64
+                for run in runs {
+                    let hash = crate::document_hash(&run.document);
+                    let added = insert_run.execute(params![
+                        run.started_unix_s as i64,
+                        saved as i64,
+                        run.host,
+                        run.label,
+                        run.command,
+                        run.tool_version,
+                        run.summary,
+                        run.document,
+                        run.host_id,
+                        run.class_key,
+                        run.campaign,
+                        hash,
+                        run.facts
                     ])?;
+                    if added == 0 {
+                        out.push(Saved::Duplicate(existing.query_row([&hash], |r| r.get(0))?));
+                        continue;
+                    }
+                    let id = tx.last_insert_rowid();
+                    for f in &run.figures {
+                        let dims = serde_json::to_string(&f.dims).expect("string map encodes");
+                        insert.execute(params![
+                            id,
+                            f.measurement,
+                            dims,
+                            f.metric,
+                            f.value,
+                            f.min,
+                            f.max,
+                            f.cv,
+                            f.samples as i64
+                        ])?;
+                    }
+                    out.push(Saved::New(id));
                 }
             }
             tx.commit()?;
-            Ok(id)
+            Ok(out)
         })();
         result.map_err(|e| self.sql(e))
+    }
+
+    fn fleet(&mut self, campaign: Option<&str>) -> Result<Vec<FleetRow>, StoreError> {
+        let read = || -> rusqlite::Result<Vec<FleetRow>> {
+            let mut stmt = self.conn.prepare(
+                "SELECT id, started_unix_s, host, host_id, class_key, campaign, facts FROM runs
+                 WHERE facts IS NOT NULL AND (?1 IS NULL OR campaign = ?1) ORDER BY id DESC",
+            )?;
+            let rows = stmt.query_map([campaign], |r| {
+                Ok(FleetRow {
+                    id: r.get(0)?,
+                    started_unix_s: r.get::<_, i64>(1)? as u64,
+                    host: r.get(2)?,
+                    host_id: r.get(3)?,
+                    class_key: r.get(4)?,
+                    campaign: r.get(5)?,
+                    facts: r.get(6)?,
+                })
+            })?;
+            rows.collect()
+        };
+        read().map_err(|e| self.sql(e))
     }
 
     /// Every run, newest first.

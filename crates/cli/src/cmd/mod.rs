@@ -6,6 +6,7 @@ pub mod c2c;
 mod common;
 pub mod efficiency;
 pub mod firmware;
+pub mod fleet;
 pub mod gpu;
 pub mod latency;
 pub mod list;

@@ -64,6 +64,8 @@ fn save_raw(db: &Path, command: &str, document: &str) -> i64 {
             summary: String::new(),
             document: document.into(),
             figures: Vec::new(),
+            campaign: None,
+            facts: None,
         })
         .unwrap()
 }

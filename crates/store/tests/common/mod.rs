@@ -24,7 +24,11 @@ pub fn figure(i: usize) -> Figure {
     }
 }
 
+/// Each run's document is its own (as a measured one is): a process id and a count
+/// make it unique, since a document stored before is not stored again.
 pub fn run(label: &str, figures: usize) -> NewRun {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     NewRun {
         started_unix_s: 1_700_000_000,
         host: Some("host-a".into()),
@@ -35,10 +39,13 @@ pub fn run(label: &str, figures: usize) -> NewRun {
         tool_version: "0.2.0".into(),
         summary: format!("{figures} figures"),
         document: format!(
-            "{{\"label\":\"{label}\",\"pad\":\"{}\"}}",
+            "{{\"label\":\"{label}\",\"process\":{},\"n\":{n},\"pad\":\"{}\"}}",
+            std::process::id(),
             "x".repeat(figures * 10)
         ),
         figures: (0..figures).map(figure).collect(),
+        campaign: None,
+        facts: None,
     }
 }
 

@@ -1,0 +1,17 @@
+//! `memfabric fleet`: many hosts' runs in one store (`ingest`) and judged together
+//! against their hardware classes (`report`).
+
+use anyhow::Result;
+
+use crate::args::{FleetAction, FleetArgs};
+use crate::output::{Ctx, Status};
+
+pub mod ingest;
+pub mod report;
+
+pub fn run(ctx: &Ctx, a: &FleetArgs) -> Result<Status> {
+    match &a.action {
+        FleetAction::Ingest(i) => ingest::ingest(ctx, i),
+        FleetAction::Report(r) => report::report(ctx, r),
+    }
+}

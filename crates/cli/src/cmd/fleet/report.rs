@@ -1,0 +1,270 @@
+//! `memfabric fleet report`: every host judged against its hardware class, as text
+//! (one screen of summary first), JSON, CSV or HTML.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use memfabric_model::fleet::{judge, FleetFacts, FleetHost, FleetReport, Headline, HostRow, Rule};
+use memfabric_store::FleetRow;
+
+use crate::args::FleetReportArgs;
+use crate::cmd::report::write_atomically;
+use crate::output::{print_all, Ctx, Status, Usage};
+use crate::table::Table;
+
+/// Outliers listed in the text; --json and --csv have all.
+const TEXT_OUTLIERS: usize = 40;
+
+/// One host per host id (else hostname): its newest run's facts, with headline
+/// figures its older runs of the same campaign measured and the newest did not.
+pub fn hosts(rows: Vec<FleetRow>) -> Result<Vec<FleetHost>> {
+    let mut order: Vec<String> = Vec::new();
+    let mut by_key: BTreeMap<String, (FleetHost, Option<String>)> = BTreeMap::new();
+    for row in rows {
+        let facts: FleetFacts = serde_json::from_str(&row.facts)
+            .with_context(|| format!("reading the fleet facts of run {}", row.id))?;
+        let key = row
+            .host_id
+            .clone()
+            .or_else(|| row.host.clone())
+            .unwrap_or_else(|| format!("run {}", row.id));
+        match by_key.get_mut(&key) {
+            None => {
+                let name = row
+                    .host
+                    .clone()
+                    .or_else(|| row.host_id.clone())
+                    .unwrap_or_else(|| format!("run {}", row.id));
+                let host = FleetHost {
+                    run_id: row.id,
+                    name,
+                    host_id: row.host_id.clone(),
+                    facts,
+                };
+                order.push(key.clone());
+                by_key.insert(key, (host, row.campaign));
+            }
+            Some((host, campaign)) if *campaign == row.campaign => {
+                for (k, v) in facts.headlines {
+                    host.facts.headlines.entry(k).or_insert(v);
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(order
+        .into_iter()
+        .map(|k| by_key.remove(&k).expect("kept").0)
+        .collect())
+}
+
+/// Keeps only one class of a report.
+fn only_class(mut r: FleetReport, key: &str) -> Result<FleetReport, Usage> {
+    if !r.classes.iter().any(|c| c.key == key) {
+        let known: Vec<&str> = r.classes.iter().map(|c| c.key.as_str()).collect();
+        return Err(Usage(format!(
+            "no hosts of class {key}; the classes are: {}",
+            known.join(", ")
+        )));
+    }
+    r.classes.retain(|c| c.key == key);
+    r.outliers.retain(|o| o.class == key);
+    r.drift.retain(|d| d.class == key);
+    r.rows.retain(|h| h.class == key);
+    r.hosts = r.rows.len();
+    Ok(r)
+}
+
+pub fn report(ctx: &Ctx, a: &FleetReportArgs) -> Result<Status> {
+    if !(a.worse_pct >= 0.0 && a.mads >= 0.0 && a.min_hosts >= 2) {
+        return Err(Usage("--worse-pct and --mads must be 0 or more, --min-hosts at least 2".into()).into());
+    }
+    let store = crate::cmd::runs::open(ctx)?;
+    let rows = store.fleet(a.campaign.as_deref())?;
+    if rows.is_empty() {
+        let what = a
+            .campaign
+            .as_ref()
+            .map_or(String::new(), |c| format!(" of campaign {c}"));
+        return Err(Usage(format!(
+            "no runs{what} with fleet facts in {}: store documents with `memfabric fleet ingest`",
+            store.location()
+        ))
+        .into());
+    }
+    let rule = Rule {
+        worse_pct: a.worse_pct,
+        mads: a.mads,
+        min_hosts: a.min_hosts,
+        ..Rule::default()
+    };
+    let mut r = judge(&hosts(rows)?, rule);
+    if let Some(key) = &a.class {
+        r = only_class(r, key)?;
+    }
+    if let Some(path) = &a.html {
+        let title = a
+            .campaign
+            .as_ref()
+            .map_or("all campaigns".to_string(), |c| format!("campaign {c}"));
+        write_atomically(path, &memfabric_report::render_fleet(&r, &title))?;
+        eprintln!("memfabric: wrote {}", path.display());
+    }
+    if ctx.json {
+        ctx.print_json("fleet-report", None, &r)?;
+    } else if a.csv {
+        print_all(&csv(&r))?;
+    } else {
+        print_all(&text(&r, store.location(), a.campaign.as_deref()))?;
+    }
+    Ok(Status::from_failures(
+        a.fail_on_outliers && !r.outliers.is_empty(),
+    ))
+}
+
+/// The headlines some class measured, in their fixed order.
+fn measured(r: &FleetReport) -> Vec<Headline> {
+    Headline::ALL
+        .into_iter()
+        .filter(|h| {
+            r.classes
+                .iter()
+                .any(|c| c.stats.iter().any(|s| s.headline == h.name()))
+        })
+        .collect()
+}
+
+fn num(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+pub fn text(r: &FleetReport, store: &str, campaign: Option<&str>) -> String {
+    let outlier_hosts: usize = r.classes.iter().map(|c| c.outlier_hosts).sum();
+    let campaign = campaign.map_or(String::new(), |c| format!(", campaign {c}"));
+    let mut out = format!(
+        "Fleet: {} hosts in {} classes, {} outliers on {outlier_hosts} hosts ({store}{campaign})\nRule: {}.\n\n",
+        r.hosts,
+        r.classes.len(),
+        r.outliers.len(),
+        r.rule_text
+    );
+    let heads = measured(r);
+    let mut header = vec!["<class", "hosts", "outliers"];
+    header.extend(heads.iter().map(|h| h.title()));
+    let mut t = Table::new(&header);
+    for c in &r.classes {
+        let outliers = if c.judged {
+            c.outlier_hosts.to_string()
+        } else {
+            "not judged".into()
+        };
+        let mut row = vec![c.key.clone(), c.hosts.to_string(), outliers];
+        for h in &heads {
+            let s = c.stats.iter().find(|s| s.headline == h.name());
+            row.push(s.map_or("-".into(), |s| format!("{} ±{}", num(s.median), num(s.mad))));
+        }
+        t.row(row);
+    }
+    out += "Class medians ± scaled MAD:\n";
+    out += &t.render();
+    for c in r.classes.iter().filter(|c| !c.folded.is_empty()) {
+        let folded: Vec<String> = c
+            .folded
+            .iter()
+            .map(|f| format!("{} ({} host(s))", f.value, f.hosts))
+            .collect();
+        out += &format!("Judged with {}: {}\n", c.key, folded.join(", "));
+    }
+    out += &outliers_text(r);
+    out += &drift_text(r);
+    out
+}
+
+/// One line per outlier host: its outlying figures and why it differs from its class.
+fn outliers_text(r: &FleetReport) -> String {
+    if r.outliers.is_empty() {
+        return "\nNo outliers.\n".into();
+    }
+    let hosts: Vec<&HostRow> = r.rows.iter().filter(|h| h.outlier).collect();
+    let shown = hosts.len().min(TEXT_OUTLIERS);
+    let out = format!(
+        "\nOutlier hosts ({shown} of {}; every figure in --json and --csv):\n",
+        hosts.len()
+    );
+    let mut t = Table::new(&["<host", "<worse than its class median", "<likely cause"]);
+    for h in &hosts[..shown] {
+        let figures: Vec<String> = r
+            .outliers
+            .iter()
+            .filter(|o| o.run_id == h.run_id)
+            .map(|o| format!("{} {:.1}%", o.headline, o.worse_pct))
+            .collect();
+        t.row(vec![h.name.clone(), figures.join(", "), h.causes.join("; ")]);
+    }
+    out + &t.render()
+}
+
+fn drift_text(r: &FleetReport) -> String {
+    if r.drift.is_empty() {
+        return "\nNo configuration drift: every class's hosts record the same facts.\n".into();
+    }
+    let mut t = Table::new(&["<class", "<fact", "<values (hosts)"]);
+    for d in &r.drift {
+        let values: Vec<String> = d
+            .values
+            .iter()
+            .map(|v| format!("{} ({})", v.value, v.hosts))
+            .collect();
+        t.row(vec![d.class.clone(), d.fact.clone(), values.join(", ")]);
+    }
+    "\nConfiguration drift (facts with more than one value in a class):\n".to_string() + &t.render()
+}
+
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// One row per host and headline figure.
+pub fn csv(r: &FleetReport) -> String {
+    let outliers: std::collections::BTreeSet<(i64, &str)> = r
+        .outliers
+        .iter()
+        .map(|o| (o.run_id, o.headline.as_str()))
+        .collect();
+    let mut out =
+        String::from("class,host,host_id,run_id,figure,value,class_median,worse_pct,outlier,causes\n");
+    for h in &r.rows {
+        for (name, v) in &h.values {
+            let class = r.classes.iter().find(|c| c.key == h.class);
+            let stats = class.and_then(|c| c.stats.iter().find(|s| &s.headline == name));
+            let outlier = outliers.contains(&(h.run_id, name.as_str()));
+            let cells = [
+                field(&h.class),
+                field(&h.name),
+                field(h.host_id.as_deref().unwrap_or("")),
+                h.run_id.to_string(),
+                name.clone(),
+                v.to_string(),
+                stats.map_or(String::new(), |s| s.median.to_string()),
+                h.worse_pct.get(name).map_or(String::new(), |w| format!("{w:.3}")),
+                outlier.to_string(),
+                field(&if outlier {
+                    h.causes.join("; ")
+                } else {
+                    String::new()
+                }),
+            ];
+            out += &cells.join(",");
+            out.push('\n');
+        }
+    }
+    out
+}

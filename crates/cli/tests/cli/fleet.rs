@@ -1,0 +1,241 @@
+//! `fleet ingest` and `fleet report` on a synthetic fleet with planted faults.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::memfabric;
+use super::synth::{self, Fault};
+
+fn repo() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+fn json(store: &Path, args: &[&str], code: i32) -> Value {
+    let out = memfabric()
+        .arg("--store")
+        .arg(store)
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON document")
+}
+
+fn stderr_of(store: &Path, args: &[&str], code: i32) -> String {
+    let out = memfabric().arg("--store").arg(store).args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(code), "{args:?}");
+    String::from_utf8(out.stderr).unwrap()
+}
+
+/// Ingests a directory into campaign "acceptance": (new, duplicate).
+fn ingest(store: &Path, docs: &Path) -> (u64, u64) {
+    let args = [
+        "fleet",
+        "ingest",
+        "--campaign",
+        "acceptance",
+        docs.to_str().unwrap(),
+    ];
+    let r = &json(store, &args, 0)["result"];
+    (r["new"].as_u64().unwrap(), r["duplicate"].as_u64().unwrap())
+}
+
+#[test]
+fn a_fleet_is_stored_once_and_its_planted_faults_found_with_their_causes() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    let store = dir.path().join("fleet.sqlite");
+    let truth = synth::write_fleet(&repo(), &docs, 200);
+    let planted: BTreeMap<&str, Fault> = truth
+        .iter()
+        .filter_map(|(h, f)| Some((h.as_str(), (*f)?)))
+        .collect();
+    assert_eq!(planted.len(), 16, "4 faults in each of 4 classes");
+
+    assert_eq!(ingest(&store, &docs), (200, 0));
+    assert_eq!(ingest(&store, &docs), (0, 200), "ingesting twice stores once");
+
+    let r = json(&store, &["fleet", "report", "--campaign", "acceptance"], 0)["result"].clone();
+    assert_eq!(r["hosts"], 200);
+    let classes: Vec<u64> = r["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["hosts"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        classes,
+        [50, 50, 50, 50],
+        "a missing or slow DIMM is judged in its class, not a class of one"
+    );
+    let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for o in r["outliers"].as_array().unwrap() {
+        let causes = o["causes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect();
+        found.insert(o["host"].as_str().unwrap().to_string(), causes);
+    }
+    let found_hosts: Vec<&str> = found.keys().map(String::as_str).collect();
+    let planted_hosts: Vec<&str> = planted.keys().copied().collect();
+    assert_eq!(found_hosts, planted_hosts, "every planted fault and nothing else");
+    for (host, fault) in &planted {
+        let causes = &found[*host];
+        assert!(
+            causes[0].starts_with(fault.cause()),
+            "{host} ({fault:?}): {causes:?}"
+        );
+    }
+    let drift: Vec<&str> = r["drift"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["fact"].as_str().unwrap())
+        .collect();
+    assert!(
+        drift.contains(&"kernel") && drift.contains(&"bios_version"),
+        "{drift:?}"
+    );
+
+    forms_of_the_report(&store, &r, &planted_hosts);
+}
+
+/// Text, CSV, HTML and one class: the same verdicts in every form.
+fn forms_of_the_report(store: &Path, r: &Value, planted_hosts: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    // An acceptance script's gate.
+    let out = memfabric()
+        .arg("--store")
+        .arg(store)
+        .args(["fleet", "report", "--fail-on-outliers"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("Fleet: 200 hosts in 4 classes, "), "{text}");
+    assert!(
+        text.contains("Outlier hosts (") && text.contains("Configuration drift"),
+        "{text}"
+    );
+
+    let csv = memfabric()
+        .arg("--store")
+        .arg(store)
+        .args(["fleet", "report", "--csv"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    assert!(csv.starts_with("class,host,host_id,run_id,figure,value,class_median,worse_pct,outlier,causes\n"));
+    let outlier_rows = csv.lines().filter(|l| l.contains(",true,")).count();
+    assert_eq!(outlier_rows, r["outliers"].as_array().unwrap().len());
+
+    let html = dir.path().join("fleet.html");
+    memfabric()
+        .arg("--store")
+        .arg(store)
+        .args(["fleet", "report", "--html"])
+        .arg(&html)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<svg") && page.contains(planted_hosts[0]) && !page.contains("<script"));
+
+    let key = r["classes"][0]["key"].as_str().unwrap();
+    let one = json(store, &["fleet", "report", "--class", key], 0)["result"].clone();
+    assert_eq!(one["hosts"], 50);
+    let e = stderr_of(store, &["fleet", "report", "--class", "nope"], 2);
+    assert!(
+        e.starts_with("memfabric: error: no hosts of class nope; the classes are: ")
+            && e.lines().count() == 1,
+        "{e}"
+    );
+}
+
+#[test]
+fn rejected_documents_are_named_with_their_reason_and_the_rest_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("fleet.sqlite");
+    let t = synth::Templates::load(&repo());
+    let good = synth::document(&t, &synth::CLASSES[0], 0, 1, None);
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"schema_version\": 2,").unwrap();
+    let newer = dir.path().join("newer.json");
+    let mut v = good.clone();
+    v["schema_version"] = serde_json::json!(99);
+    std::fs::write(&newer, v.to_string()).unwrap();
+    // Two documents one after another, as `cat a.json b.json` gives.
+    let both = dir.path().join("both.json");
+    let other = synth::document(&t, &synth::CLASSES[0], 0, 2, None);
+    std::fs::write(&both, format!("{good}\n{other}\n")).unwrap();
+    let out = json(
+        &store,
+        &[
+            "fleet",
+            "ingest",
+            both.to_str().unwrap(),
+            bad.to_str().unwrap(),
+            newer.to_str().unwrap(),
+        ],
+        1,
+    );
+    let r = &out["result"];
+    assert_eq!((r["documents"].as_u64(), r["new"].as_u64()), (Some(4), Some(2)));
+    let reasons: Vec<String> = r["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            format!(
+                "{}: {}",
+                x["source"].as_str().unwrap(),
+                x["reason"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(reasons.len(), 2);
+    assert!(reasons[0].contains("bad.json: it is not JSON"), "{reasons:?}");
+    assert!(
+        reasons[1].contains("newer.json: it was stored by a newer memfabric (schema 99"),
+        "{reasons:?}"
+    );
+
+    // Standard input, and a pretty-printed copy of a stored document: a duplicate.
+    let pretty = serde_json::to_string_pretty(&good).unwrap();
+    let out = memfabric()
+        .arg("--store")
+        .arg(&store)
+        .args(["--json", "fleet", "ingest", "-"])
+        .write_stdin(pretty)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["result"]["duplicate"], 1);
+
+    let e = stderr_of(&store, &["fleet", "ingest", "/nonexistent/x.json"], 2);
+    assert_eq!(
+        e,
+        "memfabric: error: /nonexistent/x.json: no such file or directory\n"
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let e = stderr_of(&store, &["fleet", "ingest", empty.path().to_str().unwrap()], 2);
+    assert!(e.contains("no *.json file under"), "{e}");
+    let fresh = dir.path().join("empty.sqlite");
+    memfabric()
+        .arg("--store")
+        .arg(&fresh)
+        .args(["runs", "list"])
+        .assert()
+        .code(2);
+}
