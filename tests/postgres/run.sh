@@ -69,5 +69,5 @@ cargo test -q -p memfabric-store --test postgres -- --test-threads 4 ${MEMFABRIC
 cargo test -q -p memfabric --test cli postgres
 # The suites count what they ran against the server: a run that skipped it is a failure.
 ran="$(cat "$MEMFABRIC_TEST_PG_RAN" 2>/dev/null | wc -l)"
-((ran >= 6)) || die "only $ran PostgreSQL tests ran against the server"
+((ran >= 10)) || die "only $ran PostgreSQL tests ran against the server"
 say "OK: $ran tests ran against the server; stopping PID $PID"

@@ -30,6 +30,12 @@ fn fresh(name: &str) -> Option<String> {
 }
 
 #[test]
+fn pg_batches_duplicates_and_fleet_rows_match_sqlite() {
+    let Some(url) = fresh("mf_fleet_rows") else { return };
+    common::batches_and_fleet_rows(&mut Store::open_location(&url).unwrap());
+}
+
+#[test]
 fn pg_round_trip_matches_sqlite() {
     let Some(url) = fresh("mf_round_trip") else { return };
     let mut s = Store::open_location(&url).unwrap();

@@ -14,6 +14,12 @@ fn db(dir: &tempfile::TempDir) -> PathBuf {
 }
 
 #[test]
+fn batches_duplicates_and_fleet_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    common::batches_and_fleet_rows(&mut Store::open(&db(&dir)).unwrap());
+}
+
+#[test]
 fn runs_round_trip() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = Store::open(&db(&dir)).unwrap();

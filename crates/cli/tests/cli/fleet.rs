@@ -239,3 +239,56 @@ fn rejected_documents_are_named_with_their_reason_and_the_rest_stored() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn a_killed_ingest_leaves_whole_runs_and_ingesting_again_completes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    // One class only, so every document holds the same number of figures.
+    let t = synth::Templates::load(&repo());
+    for i in 0..400 {
+        let doc = synth::document(&t, &synth::CLASSES[1], 1, i, None);
+        std::fs::write(docs.join(format!("{i:04}.json")), doc.to_string()).unwrap();
+    }
+    let store = dir.path().join("fleet.sqlite");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memfabric"))
+        .arg("--quiet")
+        .arg("--store")
+        .arg(&store)
+        .args(["fleet", "ingest"])
+        .arg(&docs)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let stored = |s: &Path| {
+        memfabric_store::Store::open(s)
+            .ok()
+            .and_then(|st| st.list().ok())
+            .unwrap_or_default()
+    };
+    while stored(&store).is_empty() {
+        assert!(started.elapsed().as_secs() < 120, "nothing stored in two minutes");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let runs = stored(&store);
+    assert!(
+        !runs.is_empty() && runs.len() < 400,
+        "killed part-way: {} runs",
+        runs.len()
+    );
+    let figures = runs[0].figures;
+    assert!(runs.iter().all(|r| r.figures == figures), "a partial run");
+    let (new, duplicate) = {
+        let args = ["fleet", "ingest", docs.to_str().unwrap()];
+        let r = &json(&store, &args, 0)["result"];
+        (r["new"].as_u64().unwrap(), r["duplicate"].as_u64().unwrap())
+    };
+    assert_eq!((new + duplicate, duplicate), (400, runs.len() as u64));
+    let all = stored(&store);
+    assert_eq!(all.len(), 400);
+    assert!(all.iter().all(|r| r.figures == figures));
+}

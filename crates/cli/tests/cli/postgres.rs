@@ -102,3 +102,37 @@ fn postgres_store_unreachable_is_one_line_exit_1_and_measures_nothing() {
         "nothing written locally"
     );
 }
+
+#[test]
+fn postgres_fleet_ingest_is_idempotent_and_reports_the_planted_faults() {
+    let Some(url) = fresh("mf_cli_fleet") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let truth = super::synth::write_fleet(&repo, dir.path(), 40);
+    let docs = dir.path().to_str().unwrap();
+    for (new, duplicate) in [(40, 0), (0, 40)] {
+        let r = super::json_of(&["--store", &url, "fleet", "ingest", "--campaign", "pg", docs]);
+        assert_eq!(
+            (r["result"]["new"].as_u64(), r["result"]["duplicate"].as_u64()),
+            (Some(new), Some(duplicate))
+        );
+    }
+    let r = super::json_of(&["--store", &url, "fleet", "report", "--campaign", "pg"]);
+    let mut found: Vec<&str> = r["result"]["outliers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["host"].as_str().unwrap())
+        .collect();
+    found.dedup();
+    let planted: Vec<&str> = truth
+        .iter()
+        .filter(|(_, f)| f.is_some())
+        .map(|(h, _)| h.as_str())
+        .collect();
+    let mut found_sorted = found.clone();
+    found_sorted.sort_unstable();
+    let mut planted_sorted = planted.clone();
+    planted_sorted.sort_unstable();
+    assert_eq!(found_sorted, planted_sorted);
+}

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use memfabric_model::Figure;
-use memfabric_store::{NewRun, Store, StoreError};
+use memfabric_store::{NewRun, Saved, Store, StoreError};
 
 pub fn figure(i: usize) -> Figure {
     let mut dims = BTreeMap::new();
@@ -169,4 +169,43 @@ pub fn kill_writers(location: &str, rounds: usize) -> Store {
         assert!(store.document(r.id).unwrap().ends_with("\"}"));
     }
     store
+}
+
+/// A batch lands whole; a document stored before is a duplicate with the first id,
+/// however it is formatted; the fleet reads the runs with facts, by campaign.
+pub fn batches_and_fleet_rows(s: &mut Store) {
+    let mut a = run("a", 3);
+    a.campaign = Some("acceptance".into());
+    a.facts = Some("{\"headlines\":{\"c2c_ns\":70.0}}".into());
+    let mut b = run("b", 2);
+    b.campaign = Some("study".into());
+    b.facts = Some("{}".into());
+    let plain = run("c", 1);
+    let saved = s.save_all(&[a.clone(), b.clone(), plain]).unwrap();
+    assert!(saved.iter().all(|x| matches!(x, Saved::New(_))), "{saved:?}");
+    // The same document again, reformatted, in a batch with a new one.
+    let mut again = a.clone();
+    let v: serde_json::Value = serde_json::from_str(&a.document).unwrap();
+    again.document = serde_json::to_string_pretty(&v).unwrap();
+    let d = run("d", 1);
+    let second = s.save_all(&[again, d]).unwrap();
+    assert_eq!(second[0], Saved::Duplicate(saved[0].id()));
+    assert!(matches!(second[1], Saved::New(_)));
+    assert_eq!(s.list().unwrap().len(), 4);
+    assert_eq!(
+        s.save(&b).unwrap(),
+        saved[1].id(),
+        "save of a stored document keeps its id"
+    );
+    let fleet = s.fleet(None).unwrap();
+    assert_eq!(
+        fleet.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [saved[1].id(), saved[0].id()],
+        "runs with facts, newest first"
+    );
+    let one = s.fleet(Some("acceptance")).unwrap();
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].facts, a.facts.unwrap());
+    assert_eq!(one[0].campaign.as_deref(), Some("acceptance"));
+    assert!(s.fleet(Some("none")).unwrap().is_empty());
 }

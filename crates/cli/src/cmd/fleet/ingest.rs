@@ -16,7 +16,7 @@ use crate::args::IngestArgs;
 use crate::output::{print_all, store_location, summarize, Ctx, Interrupted, Status, Usage};
 
 /// Documents stored per transaction: a kill loses at most this many, never half of one.
-const BATCH: usize = 256;
+const BATCH: usize = 64;
 
 /// Where documents come from.
 #[derive(Debug, Clone, PartialEq)]
