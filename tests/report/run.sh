@@ -36,6 +36,12 @@ say "two quick runs, saved"
 "$MF" --quiet report 1 -o "$OUT/run.html"
 "$MF" --quiet report 1 --compare 2 -o "$OUT/compare.html"
 
+say "a synthetic fleet of 200 hosts, ingested and reported"
+cargo build --release -q -p memfabric --example fleet_synth
+target/release/examples/fleet_synth write --hosts 200 --out "$OUT/fleet" --truth "$OUT/fleet-truth.json"
+"$MF" --quiet --store "$OUT/fleet.sqlite" fleet ingest --campaign rig "$OUT/fleet" >/dev/null
+"$MF" --quiet --store "$OUT/fleet.sqlite" fleet report --campaign rig --html "$OUT/fleet.html" >/dev/null
+
 check() {
     local name=$1 html=$PWD/$OUT/$1.html want=$2
     "$BROWSER" --headless=new --no-sandbox --disable-gpu --no-first-run --hide-scrollbars \
@@ -58,4 +64,6 @@ check() {
 # loaded-latency curve and two sweep curves; the comparison shows both runs.
 check run 5
 check compare 10
+# The fleet page: the host heatmap and a strip plot per class (4 classes).
+check fleet 5
 say "OK"

@@ -13,7 +13,7 @@ use crate::svg::esc;
 const HEAT_ROWS: usize = 60;
 /// Dots per strip beyond which the hosts within the limit are thinned (outliers never are).
 const STRIP_DOTS: usize = 1500;
-const CELL_W: f64 = 96.0;
+const CELL_W: f64 = 132.0;
 const CELL_H: f64 = 16.0;
 const LABEL_W: f64 = 170.0;
 const STRIP_W: f64 = 560.0;

@@ -268,3 +268,60 @@ pub fn csv(r: &FleetReport) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memfabric_topo::HardwareClass;
+
+    /// Six hosts of one class and two of another; node5 has lost a DIMM, node2 runs
+    /// an older BIOS.
+    fn fleet() -> FleetReport {
+        let host = |i: usize, triad: f64, ns: f64, channels: usize, bios: &str| {
+            let mut facts = FleetFacts {
+                class: Some(HardwareClass {
+                    cpu_model: Some("CPU A".into()),
+                    sockets: 2,
+                    cores: 64,
+                    channels_populated: Some(channels),
+                    dimm_mt_s: Some(4800),
+                    numa_nodes: 2,
+                    key: format!("CPU A/2S/64C/{channels}ch/4800MT/2N"),
+                }),
+                dimms: Some(channels),
+                ..FleetFacts::default()
+            };
+            facts.settings.insert("bios_version".into(), bios.into());
+            facts.headlines.insert("triad_per_node_gb_s".into(), triad);
+            facts.headlines.insert("local_latency_ns".into(), ns);
+            FleetHost {
+                run_id: i as i64,
+                name: format!("node{i}"),
+                host_id: Some(format!("machine-id:{i:016x}")),
+                facts,
+            }
+        };
+        let mut hosts: Vec<FleetHost> = (0..6)
+            .map(|i| host(i, 200.0 + i as f64, 100.0 + (i % 2) as f64, 16, "1.2"))
+            .collect();
+        hosts[5] = host(5, 150.0, 101.0, 15, "1.2");
+        hosts[2] = host(2, 201.0, 131.0, 16, "0.9");
+        let mut small = host(6, 90.0, 120.0, 8, "3.0");
+        small.facts.class.as_mut().unwrap().cpu_model = Some("CPU B".into());
+        small.facts.class.as_mut().unwrap().key = "CPU B/1S/32C/8ch/4800MT/1N".into();
+        hosts.push(small);
+        judge(&hosts, Rule::default())
+    }
+
+    #[test]
+    fn text_csv_and_html_of_a_small_fleet() {
+        let r = fleet();
+        assert_eq!(r.outliers.len(), 2);
+        insta::assert_snapshot!("fleet_text", text(&r, "runs.sqlite", Some("acceptance")));
+        insta::assert_snapshot!("fleet_csv", csv(&r));
+        insta::assert_snapshot!(
+            "fleet_html",
+            memfabric_report::render_fleet(&r, "campaign acceptance")
+        );
+    }
+}
