@@ -25,6 +25,7 @@ fn host(i: usize, triad: f64, latency: f64) -> FleetHost {
     };
     facts.settings.insert("bios_version".into(), "1.9".into());
     facts.settings.insert("thp".into(), "always".into());
+    facts.settings.insert("governor".into(), "performance".into());
     facts.headlines.insert("triad_per_node_gb_s".into(), triad);
     facts.headlines.insert("local_latency_ns".into(), latency);
     FleetHost {
@@ -160,6 +161,38 @@ fn small_classes_are_summarised_not_judged_and_big_variants_stand_alone() {
         r.outliers
     );
     assert_eq!(r.rows.len(), 20);
+}
+
+#[test]
+fn numa_mode_thp_and_governor_are_named() {
+    let mut hosts = class_of_20();
+    // NPS4 on one host: a class key of its own, judged with its platform's class.
+    hosts[4].facts.class = Some(class(24, 4800, 8));
+    hosts[4].facts.numa_mode = Some("2 sockets, 4 nodes with CPUs per socket".into());
+    hosts[4].facts.headlines.insert("local_latency_ns".into(), 140.0);
+    hosts[9].facts.settings.insert("thp".into(), "never".into());
+    hosts[9]
+        .facts
+        .settings
+        .insert("governor".into(), "powersave".into());
+    hosts[9].facts.headlines.insert("local_latency_ns".into(), 140.0);
+    let r = judge(&hosts, Rule::default());
+    assert_eq!(r.classes.len(), 1);
+    let causes = |h: &str| r.outliers.iter().find(|o| o.host == h).unwrap().causes.clone();
+    let nps = causes("node004");
+    assert!(
+        nps[0].starts_with("NUMA nodes 8, its class 2 (19 of 20 hosts)"),
+        "{nps:?}"
+    );
+    assert!(nps[0].ends_with("(a different NPS/SNC setting in the BIOS)"));
+    assert!(nps[1].starts_with("NUMA mode 2 sockets, 4 nodes with CPUs per socket, its class"));
+    assert_eq!(
+        causes("node009"),
+        [
+            "thp never, its class always (19 of 20 hosts)",
+            "governor powersave, its class performance (19 of 20 hosts)"
+        ]
+    );
 }
 
 proptest! {
