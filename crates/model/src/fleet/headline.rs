@@ -147,16 +147,8 @@ mod tests {
     use super::*;
 
     fn fig(measurement: &str, dims: &[(&str, &str)], metric: &str, value: f64) -> Figure {
-        Figure {
-            measurement: measurement.into(),
-            dims: dims.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            metric: metric.into(),
-            value,
-            min: None,
-            max: None,
-            cv: None,
-            samples: 1,
-        }
+        let dims: Vec<(&str, String)> = dims.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        Figure::single(measurement, &dims, metric, value)
     }
 
     #[test]
