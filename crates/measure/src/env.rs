@@ -30,6 +30,8 @@ pub fn environment(topo: &Topology, roots: &Roots) -> Environment {
             &host,
             &memfabric_topo::live_memory_devices(topo),
         )),
+        // Set by Slurm in a job's environment: the cluster's name for this node.
+        scheduler_node: std::env::var("SLURMD_NODENAME").ok().filter(|n| !n.is_empty()),
     }
 }
 

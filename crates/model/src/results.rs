@@ -46,6 +46,10 @@ pub struct Environment {
     /// what explains a result beside others. Absent in documents before 0.5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform: Option<memfabric_topo::Platform>,
+    /// The scheduler's name for this node, when run as a Slurm job (`SLURMD_NODENAME`):
+    /// what `fleet run` and `fleet report` call it. Absent outside a job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler_node: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -114,6 +114,21 @@ pub struct FleetRow {
     pub facts: String,
 }
 
+/// What became of one node of a campaign.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CampaignNode {
+    pub campaign: String,
+    /// The scheduler's name for it (Slurm's node name).
+    pub node: String,
+    /// `running`, `ok`, `failed` or `cancelled`.
+    pub status: String,
+    /// Why it failed or was cancelled.
+    pub reason: Option<String>,
+    /// The run it stored, when it did.
+    pub run_id: Option<i64>,
+    pub updated_unix_s: u64,
+}
+
 /// What makes two documents the same run: a SHA-256 of the document with its
 /// formatting removed (parsed and written back compactly, keys in order), so a
 /// document pretty-printed or reformatted by another tool still matches itself.
@@ -151,6 +166,10 @@ pub trait Backend {
     fn save_all(&mut self, runs: &[NewRun]) -> Result<Vec<Saved>, StoreError>;
     /// The runs that carry fleet facts, newest first; only one campaign's if given.
     fn fleet(&mut self, campaign: Option<&str>) -> Result<Vec<FleetRow>, StoreError>;
+    /// Records (or updates) what became of a node of a campaign.
+    fn set_node(&mut self, node: &CampaignNode) -> Result<(), StoreError>;
+    /// A campaign's nodes, by name.
+    fn nodes(&mut self, campaign: &str) -> Result<Vec<CampaignNode>, StoreError>;
     /// Every run, newest first.
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError>;
     fn summary(&mut self, id: i64) -> Result<RunSummary, StoreError>;
@@ -236,6 +255,14 @@ impl Store {
 
     pub fn fleet(&self, campaign: Option<&str>) -> Result<Vec<FleetRow>, StoreError> {
         self.backend.borrow_mut().fleet(campaign)
+    }
+
+    pub fn set_node(&mut self, node: &CampaignNode) -> Result<(), StoreError> {
+        self.backend.get_mut().set_node(node)
+    }
+
+    pub fn nodes(&self, campaign: &str) -> Result<Vec<CampaignNode>, StoreError> {
+        self.backend.borrow_mut().nodes(campaign)
     }
 
     pub fn list(&self) -> Result<Vec<RunSummary>, StoreError> {

@@ -87,6 +87,27 @@ pub const STEPS: &[Step] = &[
         CREATE UNIQUE INDEX runs_by_hash ON runs(doc_hash);
         CREATE INDEX runs_by_campaign ON runs(campaign);",
     },
+    // 4: what became of each node of a campaign (`fleet run`).
+    Step {
+        sqlite: "CREATE TABLE campaign_nodes (
+            campaign TEXT NOT NULL,
+            node TEXT NOT NULL,
+            status TEXT NOT NULL,
+            reason TEXT,
+            run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+            updated_unix_s INTEGER NOT NULL,
+            PRIMARY KEY (campaign, node)
+        );",
+        postgres: "CREATE TABLE campaign_nodes (
+            campaign TEXT NOT NULL,
+            node TEXT NOT NULL,
+            status TEXT NOT NULL,
+            reason TEXT,
+            run_id BIGINT REFERENCES runs(id) ON DELETE SET NULL,
+            updated_unix_s BIGINT NOT NULL,
+            PRIMARY KEY (campaign, node)
+        );",
+    },
 ];
 
 /// The schema version this build writes and reads.

@@ -9,7 +9,7 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 
 use crate::migrate::{LATEST_VERSION, STEPS};
-use crate::{Backend, FleetRow, NewRun, RunSummary, Saved, StoreError};
+use crate::{Backend, CampaignNode, FleetRow, NewRun, RunSummary, Saved, StoreError};
 
 /// How long connecting may take before the store is called unreachable (unless the
 /// URL sets `connect_timeout`).
@@ -258,6 +258,39 @@ impl Backend for PgStore {
                 class_key: r.get(4),
                 campaign: r.get(5),
                 facts: r.get(6),
+            })
+            .collect())
+    }
+
+    fn set_node(&mut self, n: &CampaignNode) -> Result<(), StoreError> {
+        self.client
+            .execute(
+                "INSERT INTO campaign_nodes (campaign, node, status, reason, run_id, updated_unix_s)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (campaign, node) DO UPDATE SET status = excluded.status, reason = excluded.reason,
+                     run_id = excluded.run_id, updated_unix_s = excluded.updated_unix_s",
+                &[&n.campaign, &n.node, &n.status, &n.reason, &n.run_id, &(n.updated_unix_s as i64)],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    fn nodes(&mut self, campaign: &str) -> Result<Vec<CampaignNode>, StoreError> {
+        let rows = self.client.query(
+            "SELECT campaign, node, status, reason, run_id, updated_unix_s FROM campaign_nodes
+             WHERE campaign = $1 ORDER BY node",
+            &[&campaign],
+        );
+        let rows = rows.map_err(|e| self.err(e))?;
+        Ok(rows
+            .iter()
+            .map(|r| CampaignNode {
+                campaign: r.get(0),
+                node: r.get(1),
+                status: r.get(2),
+                reason: r.get(3),
+                run_id: r.get(4),
+                updated_unix_s: r.get::<_, i64>(5) as u64,
             })
             .collect())
     }

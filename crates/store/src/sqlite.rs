@@ -8,7 +8,7 @@ use memfabric_model::Figure;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use crate::migrate::{self, LATEST_VERSION};
-use crate::{Backend, FleetRow, NewRun, RunSummary, Saved, StoreError};
+use crate::{Backend, CampaignNode, FleetRow, NewRun, RunSummary, Saved, StoreError};
 
 pub struct SqliteStore {
     conn: Connection,
@@ -210,6 +210,47 @@ impl Backend for SqliteStore {
                     class_key: r.get(4)?,
                     campaign: r.get(5)?,
                     facts: r.get(6)?,
+                })
+            })?;
+            rows.collect()
+        };
+        read().map_err(|e| self.sql(e))
+    }
+
+    fn set_node(&mut self, n: &CampaignNode) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO campaign_nodes (campaign, node, status, reason, run_id, updated_unix_s)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (campaign, node) DO UPDATE SET status = excluded.status, reason = excluded.reason,
+                 run_id = excluded.run_id, updated_unix_s = excluded.updated_unix_s",
+                params![
+                    n.campaign,
+                    n.node,
+                    n.status,
+                    n.reason,
+                    n.run_id,
+                    n.updated_unix_s as i64
+                ],
+            )
+            .map(|_| ())
+            .map_err(|e| self.sql(e))
+    }
+
+    fn nodes(&mut self, campaign: &str) -> Result<Vec<CampaignNode>, StoreError> {
+        let read = || -> rusqlite::Result<Vec<CampaignNode>> {
+            let mut stmt = self.conn.prepare(
+                "SELECT campaign, node, status, reason, run_id, updated_unix_s FROM campaign_nodes
+                 WHERE campaign = ?1 ORDER BY node",
+            )?;
+            let rows = stmt.query_map([campaign], |r| {
+                Ok(CampaignNode {
+                    campaign: r.get(0)?,
+                    node: r.get(1)?,
+                    status: r.get(2)?,
+                    reason: r.get(3)?,
+                    run_id: r.get(4)?,
+                    updated_unix_s: r.get::<_, i64>(5)? as u64,
                 })
             })?;
             rows.collect()

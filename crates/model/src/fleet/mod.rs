@@ -31,6 +31,9 @@ pub struct FleetFacts {
     pub dimms: Option<usize>,
     /// The NUMA layout in words ("2 sockets, 4 nodes with CPUs per socket").
     pub numa_mode: Option<String>,
+    /// The scheduler's name for the host (Slurm's node name), when run as a job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     /// Settings that can explain a difference, by name (bios_version, kernel, thp, ...).
     pub settings: BTreeMap<String, String>,
     /// One line per measurement the noise guard flagged.
@@ -56,6 +59,7 @@ impl FleetFacts {
                 facts.settings.insert(name.into(), v.clone());
             }
         };
+        facts.node.clone_from(&env.scheduler_node);
         set("kernel", env.kernel.as_ref());
         set("microcode", env.microcode.as_ref());
         set("thp", env.thp_enabled.as_ref());

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use memfabric_model::Figure;
-use memfabric_store::{NewRun, Saved, Store, StoreError};
+use memfabric_store::{CampaignNode, NewRun, Saved, Store, StoreError};
 
 pub fn figure(i: usize) -> Figure {
     let mut dims = BTreeMap::new();
@@ -208,4 +208,29 @@ pub fn batches_and_fleet_rows(s: &mut Store) {
     assert_eq!(one[0].facts, a.facts.unwrap());
     assert_eq!(one[0].campaign.as_deref(), Some("acceptance"));
     assert!(s.fleet(Some("none")).unwrap().is_empty());
+
+    // A campaign's nodes: recorded, then updated in place.
+    let node = |name: &str, status: &str, run_id: Option<i64>| CampaignNode {
+        campaign: "acceptance".into(),
+        node: name.into(),
+        status: status.into(),
+        reason: (status == "failed").then(|| "srun: error: Node failure on node2".into()),
+        run_id,
+        updated_unix_s: 1_800_000_000,
+    };
+    s.set_node(&node("node2", "failed", None)).unwrap();
+    s.set_node(&node("node1", "ok", Some(saved[0].id()))).unwrap();
+    assert_eq!(
+        s.nodes("acceptance").unwrap(),
+        [
+            node("node1", "ok", Some(saved[0].id())),
+            node("node2", "failed", None)
+        ]
+    );
+    s.set_node(&node("node2", "ok", Some(saved[1].id()))).unwrap();
+    assert_eq!(
+        s.nodes("acceptance").unwrap()[1],
+        node("node2", "ok", Some(saved[1].id()))
+    );
+    assert!(s.nodes("other").unwrap().is_empty());
 }

@@ -15,26 +15,29 @@ use crate::table::Table;
 /// Outliers listed in the text; --json and --csv have all.
 const TEXT_OUTLIERS: usize = 40;
 
-/// One host per host id (else hostname): its newest run's facts, with headline
-/// figures its older runs of the same campaign measured and the newest did not.
+/// One host per scheduler node name (else host id, else hostname): its newest run's
+/// facts, with headline figures its older runs of the same campaign measured and the
+/// newest did not. The scheduler's name comes first because it is the cluster's own
+/// name for the node, and because machines cloned from one image can share a
+/// machine-id.
 pub fn hosts(rows: Vec<FleetRow>) -> Result<Vec<FleetHost>> {
     let mut order: Vec<String> = Vec::new();
     let mut by_key: BTreeMap<String, (FleetHost, Option<String>)> = BTreeMap::new();
     for row in rows {
         let facts: FleetFacts = serde_json::from_str(&row.facts)
             .with_context(|| format!("reading the fleet facts of run {}", row.id))?;
-        let key = row
-            .host_id
-            .clone()
+        let run = || format!("run {}", row.id);
+        let node = facts.node.clone();
+        let key = (node.as_ref().map(|n| format!("node {n}")))
+            .or_else(|| row.host_id.clone())
             .or_else(|| row.host.clone())
-            .unwrap_or_else(|| format!("run {}", row.id));
+            .unwrap_or_else(run);
         match by_key.get_mut(&key) {
             None => {
-                let name = row
-                    .host
-                    .clone()
+                let name = node
+                    .or_else(|| row.host.clone())
                     .or_else(|| row.host_id.clone())
-                    .unwrap_or_else(|| format!("run {}", row.id));
+                    .unwrap_or_else(run);
                 let host = FleetHost {
                     run_id: row.id,
                     name,
