@@ -21,6 +21,10 @@ MEMFABRIC_FUZZ_CASES="${MEMFABRIC_FUZZ_CASES:-2000}" cargo test --workspace
 # The store on PostgreSQL: a throwaway server from Debian's package, stopped by PID.
 bash tests/postgres/run.sh
 
+# fleet run through Slurm: munged, slurmctld and three slurmd on this host (Debian's
+# packages), a node crashed mid-campaign, a retry, a Ctrl-C; every daemon stopped by PID.
+bash tests/fleet/run.sh
+
 # The aarch64 build and its NEON kernels: cross-built, unit-tested under qemu-user.
 bash tests/aarch64/run.sh
 

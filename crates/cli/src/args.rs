@@ -14,7 +14,7 @@ mod interleave;
 mod monitor;
 mod pairs;
 mod theory;
-pub use fleet::{FleetAction, FleetArgs, FleetReportArgs, IngestArgs, FLEET_HELP};
+pub use fleet::{FleetAction, FleetArgs, FleetReportArgs, FleetRunArgs, IngestArgs, SuiteArg, FLEET_HELP};
 pub use gpu::{directions, GpuArgs, GpuBandwidthArgs, GpuCommand, GpuCopyArgs, GPU_HELP};
 pub use history::{CompareArgs, ExportFormat, ReportArgs, RunRef, RunsAction, RunsArgs};
 pub use interleave::{ConcurrentArg, InterleaveArgs};
@@ -178,6 +178,9 @@ pub struct RunArgs {
     /// Do not write the HTML report (memfabric-run-ID.html in the current directory)
     #[arg(long)]
     pub no_report: bool,
+    /// Do not keep the result in the run database, only print it (`fleet run` uses this: results come back through the scheduler); implies --no-report
+    #[arg(long, conflicts_with_all = ["save", "label"])]
+    pub no_save: bool,
 }
 
 #[derive(Debug, Args)]

@@ -41,7 +41,7 @@ fn main() -> ExitCode {
         .store
         .clone()
         .or_else(|| cli.db.as_ref().map(|p| p.display().to_string()));
-    let always_save = matches!(cli.command, Command::Run(_));
+    let always_save = matches!(&cli.command, Command::Run(a) if !a.no_save);
     let asked = cli.save || cli.label.is_some();
     if let (true, Some(name)) = (asked, never_saved(&cli.command)) {
         eprintln!(

@@ -16,6 +16,12 @@ impl Progress {
             enabled,
         }
     }
+
+    /// Whether progress is wanted (not --quiet); lines may be printed even where no
+    /// bar is drawn (stderr not a terminal), e.g. a long campaign's log.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
 }
 
 impl Observer for Progress {

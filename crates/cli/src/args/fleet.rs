@@ -5,6 +5,9 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 pub const FLEET_HELP: &str = "\
+A fleet through Slurm, in one step:
+  memfabric fleet run --all --partition compute --campaign acceptance-2026-12 --store postgres://...
+
 A fleet in three steps:
   on every host:   memfabric run --json > $(hostname).json      (or --store URL to write directly)
   gather:          memfabric fleet ingest --campaign acceptance-2026-12 results/
@@ -22,6 +25,9 @@ pub struct FleetArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum FleetAction {
+    /// Measure every node of a cluster through Slurm: one exclusive job per node running `memfabric run`, each result stored under one campaign, then the campaign's report
+    #[command(after_help = FLEET_RUN_HELP)]
+    Run(FleetRunArgs),
     /// Store JSON run documents from many hosts; a document already stored is counted as a duplicate, not stored again
     #[command(
         after_help = "INPUT: a document file (one document, or several one after another), a directory (every *.json file under it), or - for standard input.\nExit status: 0 when every document was stored or already there; 1 when any was rejected (the others are stored, and each rejection is listed with its reason); 2 for bad arguments."
@@ -32,6 +38,67 @@ pub enum FleetAction {
         after_help = "Outlier rule (default): more than 10% worse than the class median and more than 3 MADs from it (MAD scaled by 1.4826); classes of fewer than 3 hosts are summarised, not judged. A host whose class differs from the largest class of its platform only in population or NUMA mode, and which is rare (under a quarter of the platform's hosts, or under --min-hosts), is judged in that largest class and the difference is named as a cause.\nExit status: 0; 1 with --fail-on-outliers when any host is an outlier; 2 for bad arguments or nothing to report."
     )]
     Report(FleetReportArgs),
+}
+
+pub const FLEET_RUN_HELP: &str = "\
+Each node runs `srun --job-name=memfabric-CAMPAIGN --nodes=1 --ntasks=1 --exclusive
+--nodelist=NODE --time=MIN -- MEMFABRIC --quiet run --json --no-save [--quick]`; its
+document comes back on srun's standard output, is kept in --results DIR, and is stored
+under the campaign as it arrives. A node that Slurm reports down, that crashes, times
+out or prints no document is recorded as failed with the reason; `--retry-failed
+CAMPAIGN` runs only those again. Ctrl-C cancels the campaign's jobs (scancel) and keeps
+what finished. --dry-run prints the commands and submits nothing.
+Exit status: 0 when every node stored a run; 1 when any failed or was cancelled (or,
+with --fail-on-outliers, any host is an outlier); 2 for bad arguments or no Slurm;
+130 after Ctrl-C.";
+
+/// How much of `memfabric run` each node runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SuiteArg {
+    /// `run --quick`: seconds per node, a first look
+    Quick,
+    /// `run`: the default suite
+    Full,
+}
+
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["nodes", "all", "retry_failed"]))]
+pub struct FleetRunArgs {
+    /// The nodes, in Slurm's syntax (e.g. node[1-64],gpu3)
+    #[arg(long, value_name = "LIST")]
+    pub nodes: Option<String>,
+    /// Every node of the partition (or of the cluster)
+    #[arg(long)]
+    pub all: bool,
+    /// Run again the nodes of this campaign that did not store a run
+    #[arg(long, value_name = "CAMPAIGN", conflicts_with = "campaign")]
+    pub retry_failed: Option<String>,
+    /// The Slurm partition to submit to
+    #[arg(long, value_name = "P")]
+    pub partition: Option<String>,
+    #[arg(long, value_enum, default_value_t = SuiteArg::Full)]
+    pub suite: SuiteArg,
+    /// The campaign's name: letters, digits, '.', '_' and '-' (default: fleet-YYYYMMDD-HHMMSS, UTC)
+    #[arg(long, value_name = "ID")]
+    pub campaign: Option<String>,
+    /// Time limit of each node's job, in minutes (Slurm kills a job that runs longer)
+    #[arg(long, value_name = "MIN", default_value_t = 30)]
+    pub time: u32,
+    /// Jobs submitted at once; the others wait their turn here
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub parallel: usize,
+    /// The memfabric binary on the nodes (default: this one's path, which must exist there)
+    #[arg(long, value_name = "PATH")]
+    pub memfabric: Option<PathBuf>,
+    /// Where each node's document and Slurm's messages are kept (default: ./memfabric-fleet-CAMPAIGN)
+    #[arg(long, value_name = "DIR")]
+    pub results: Option<PathBuf>,
+    /// Print the Slurm commands, submit nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Exit with status 1 when the campaign's report finds an outlier
+    #[arg(long)]
+    pub fail_on_outliers: bool,
 }
 
 #[derive(Debug, Args)]

@@ -292,3 +292,28 @@ fn a_killed_ingest_leaves_whole_runs_and_ingesting_again_completes_it() {
     assert_eq!(all.len(), 400);
     assert!(all.iter().all(|r| r.figures == figures));
 }
+
+#[test]
+fn fleet_run_without_slurm_says_so_in_one_line() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = memfabric()
+        .env("PATH", empty.path())
+        .args(["fleet", "run", "--all"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        e.starts_with("memfabric: error: Slurm is not installed here (no srun on PATH)")
+            && e.lines().count() == 1,
+        "{e}"
+    );
+    let out = memfabric()
+        .args(["fleet", "run", "--all", "--campaign", "bad name"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8(out.stderr).unwrap();
+    assert!(e.contains("campaign name \"bad name\": use letters"), "{e}");
+    memfabric().args(["fleet", "run"]).assert().code(2);
+}
