@@ -5,6 +5,8 @@
 #   - --dry-run prints one srun per node and submits nothing;
 #   - a campaign over node[1-3] while node2's slurmd (and its job) is killed: node2
 #     recorded as failed with Slurm's reason, node1 and node3 stored;
+#   - a node Slurm reports down is failed without a job; a job past its time limit
+#     is failed with Slurm's reason;
 #   - --retry-failed runs node2 alone and completes the campaign;
 #   - SIGINT (Ctrl-C) part-way: the jobs are cancelled (scancel), the node that
 #     finished is kept, the others recorded as cancelled.
@@ -171,7 +173,20 @@ say "node2 recorded as failed: $reason"
 [[ $(field "$DIR/acceptance.json" "d['result']['report']['hosts']") == 2 ]] || die "the report does not hold node1 and node3"
 grep -q "^\[fleet acceptance\] 3/3 done (1 failed)" "$DIR/acceptance.log" || die "no progress lines: $(cat "$DIR/acceptance.log")"
 
-# 3. node2 comes back; --retry-failed runs it alone.
+# 3. While node2 is down: a node Slurm reports down is not submitted, and a job that
+#    outlives its time limit (--time 1, a job sleeping 100 s) is failed by Slurm.
+rc=0
+MF_TEST_SLEEP=100 "$MF" --store "$URL" fleet run --nodes 'node[2-3]' --suite quick --campaign limits --time 1 \
+    --memfabric "$DIR/slow.sh" --results "$DIR/limits" --json >"$DIR/limits.json" 2>"$DIR/limits.log" || rc=$?
+[[ $rc == 1 ]] || die "fleet run exited $rc with a node down and one out of time, not 1"
+down=$(field "$DIR/limits.json" "d['result']['nodes'][0]['reason']")
+late=$(field "$DIR/limits.json" "d['result']['nodes'][1]['reason']")
+[[ $down == "Slurm reports the node unavailable (state down"* ]] || die "node2 while down: $down"
+[[ $late == *"TIME LIMIT"* ]] || die "node3 past its time limit: $late"
+say "down: $down"
+say "time limit: $late"
+
+# 4. node2 comes back; --retry-failed runs it alone.
 start_slurmd node2
 wait_idle 3
 fleet run --retry-failed acceptance --suite quick --results "$DIR/acceptance" --json >"$DIR/retry.json" 2>"$DIR/retry.log" \
@@ -184,7 +199,7 @@ fleet run --retry-failed acceptance --suite quick --results "$DIR/acceptance" --
 grep -q "^Fleet: 3 hosts in 1 classes" "$DIR/report.txt" || die "fleet report: $(head -n 3 "$DIR/report.txt")"
 say "retry: node2 stored; $(head -n 1 "$DIR/report.txt")"
 
-# 4. Ctrl-C after node1 finished: the others are cancelled in Slurm and recorded.
+# 5. Ctrl-C after node1 finished: the others are cancelled in Slurm and recorded.
 cat >"$DIR/node1-fast.sh" <<EOF
 #!/bin/sh
 [ "\$SLURMD_NODENAME" = node1 ] || sleep 120

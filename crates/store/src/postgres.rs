@@ -185,9 +185,14 @@ impl Backend for PgStore {
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
                  ON CONFLICT (doc_hash) DO NOTHING RETURNING id",
             )?;
+            // A run's figures in one statement: one round trip per run, not per figure.
+            // WITH ORDINALITY keeps their order in `seq`.
             let insert = tx.prepare(
                 "INSERT INTO figures (run_id, measurement, dims, metric, value, min, max, cv, samples)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                 SELECT $1, m, d, k, v, lo, hi, c, n
+                 FROM UNNEST($2::TEXT[], $3::TEXT[], $4::TEXT[], $5::FLOAT8[], $6::FLOAT8[], $7::FLOAT8[],
+                             $8::FLOAT8[], $9::INT8[]) WITH ORDINALITY AS f(m, d, k, v, lo, hi, c, n, i)
+                 ORDER BY i",
             )?;
             let mut out = Vec::with_capacity(runs.len());
             for run in runs {
@@ -216,23 +221,24 @@ impl Backend for PgStore {
                     continue;
                 };
                 let id: i64 = row.get(0);
-                for f in &run.figures {
-                    let dims = serde_json::to_string(&f.dims).expect("string map encodes");
-                    tx.execute(
-                        &insert,
-                        &[
-                            &id,
-                            &f.measurement,
-                            &dims,
-                            &f.metric,
-                            &f.value,
-                            &f.min,
-                            &f.max,
-                            &f.cv,
-                            &(f.samples as i64),
-                        ],
-                    )?;
-                }
+                let f = &run.figures;
+                let col = |get: fn(&Figure) -> String| f.iter().map(get).collect::<Vec<String>>();
+                let num = |get: fn(&Figure) -> Option<f64>| f.iter().map(get).collect::<Vec<Option<f64>>>();
+                let dims = col(|f| serde_json::to_string(&f.dims).expect("string map encodes"));
+                tx.execute(
+                    &insert,
+                    &[
+                        &id,
+                        &col(|f| f.measurement.clone()),
+                        &dims,
+                        &col(|f| f.metric.clone()),
+                        &f.iter().map(|f| f.value).collect::<Vec<f64>>(),
+                        &num(|f| f.min),
+                        &num(|f| f.max),
+                        &num(|f| f.cv),
+                        &f.iter().map(|f| f.samples as i64).collect::<Vec<i64>>(),
+                    ],
+                )?;
                 out.push(Saved::New(id));
             }
             tx.commit()?;
