@@ -166,6 +166,11 @@ pub trait Backend {
     fn save_all(&mut self, runs: &[NewRun]) -> Result<Vec<Saved>, StoreError>;
     /// The runs that carry fleet facts, newest first; only one campaign's if given.
     fn fleet(&mut self, campaign: Option<&str>) -> Result<Vec<FleetRow>, StoreError>;
+    /// Runs stored without fleet facts (before schema 3): id and document.
+    fn without_facts(&mut self) -> Result<Vec<(i64, String)>, StoreError>;
+    /// Gives a run its fleet facts and document hash (the hash only where no other
+    /// run has it: two identical documents stored before schema 3 keep one hash).
+    fn set_facts(&mut self, id: i64, facts: &str, hash: &str) -> Result<(), StoreError>;
     /// Records (or updates) what became of a node of a campaign.
     fn set_node(&mut self, node: &CampaignNode) -> Result<(), StoreError>;
     /// A campaign's nodes, by name.
@@ -255,6 +260,14 @@ impl Store {
 
     pub fn fleet(&self, campaign: Option<&str>) -> Result<Vec<FleetRow>, StoreError> {
         self.backend.borrow_mut().fleet(campaign)
+    }
+
+    pub fn without_facts(&self) -> Result<Vec<(i64, String)>, StoreError> {
+        self.backend.borrow_mut().without_facts()
+    }
+
+    pub fn set_facts(&mut self, id: i64, facts: &str, hash: &str) -> Result<(), StoreError> {
+        self.backend.get_mut().set_facts(id, facts, hash)
     }
 
     pub fn set_node(&mut self, node: &CampaignNode) -> Result<(), StoreError> {

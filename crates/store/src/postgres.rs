@@ -268,6 +268,27 @@ impl Backend for PgStore {
             .collect())
     }
 
+    fn without_facts(&mut self) -> Result<Vec<(i64, String)>, StoreError> {
+        let rows = self.client.query(
+            "SELECT id, document FROM runs WHERE facts IS NULL ORDER BY id",
+            &[],
+        );
+        let rows = rows.map_err(|e| self.err(e))?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    fn set_facts(&mut self, id: i64, facts: &str, hash: &str) -> Result<(), StoreError> {
+        self.client
+            .execute(
+                "UPDATE runs SET facts = $1,
+                     doc_hash = CASE WHEN EXISTS (SELECT 1 FROM runs WHERE doc_hash = $2) THEN doc_hash ELSE $2 END
+                 WHERE id = $3",
+                &[&facts, &hash, &id],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
     fn set_node(&mut self, n: &CampaignNode) -> Result<(), StoreError> {
         self.client
             .execute(

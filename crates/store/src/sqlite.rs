@@ -217,6 +217,29 @@ impl Backend for SqliteStore {
         read().map_err(|e| self.sql(e))
     }
 
+    fn without_facts(&mut self) -> Result<Vec<(i64, String)>, StoreError> {
+        let read = || -> rusqlite::Result<Vec<(i64, String)>> {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT id, document FROM runs WHERE facts IS NULL ORDER BY id")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        };
+        read().map_err(|e| self.sql(e))
+    }
+
+    fn set_facts(&mut self, id: i64, facts: &str, hash: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET facts = ?1,
+                     doc_hash = CASE WHEN EXISTS (SELECT 1 FROM runs WHERE doc_hash = ?2) THEN doc_hash ELSE ?2 END
+                 WHERE id = ?3",
+                params![facts, hash, id],
+            )
+            .map(|_| ())
+            .map_err(|e| self.sql(e))
+    }
+
     fn set_node(&mut self, n: &CampaignNode) -> Result<(), StoreError> {
         self.conn
             .execute(

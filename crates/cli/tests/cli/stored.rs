@@ -111,3 +111,52 @@ fn a_document_that_does_not_parse_is_one_line_naming_the_run_and_why() {
         "{err}"
     );
 }
+
+#[test]
+fn runs_stored_by_0_4_0_count_in_a_fleet_report_and_are_not_ingested_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = v040_copy(dir.path());
+    let out = memfabric()
+        .arg("--db")
+        .arg(&db)
+        .args(["--json", "fleet", "report"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("reading 16 runs stored before fleet facts existed (once)"),
+        "{err}"
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // One machine: its newest run with a headline (sweep has none; c2c has one).
+    assert_eq!(r["result"]["hosts"], 1);
+    let row = &r["result"]["rows"][0];
+    assert_eq!(row["name"], "vm");
+    assert!(row["values"]["c2c_ns"].as_f64().unwrap() > 0.0, "{row}");
+    assert!(r["result"]["classes"][0]["key"]
+        .as_str()
+        .unwrap()
+        .starts_with("unknown"));
+    // The second time nothing is read again.
+    let again = memfabric()
+        .arg("--db")
+        .arg(&db)
+        .args(["fleet", "report"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("reading"));
+    // The run's own document, ingested, is the run already stored.
+    let doc = Store::open(&db).unwrap().document(1).unwrap();
+    let file = dir.path().join("run1.json");
+    std::fs::write(&file, doc).unwrap();
+    let out = memfabric()
+        .arg("--db")
+        .arg(&db)
+        .args(["--json", "fleet", "ingest"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["result"]["duplicate"], 1, "{v}");
+}

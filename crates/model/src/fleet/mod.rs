@@ -24,6 +24,7 @@ pub use judge::{
 /// figures. Small on purpose: the report reads one of these per host, not the run's
 /// whole document.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FleetFacts {
     /// None for documents of memfabric before 0.5 (no platform facts).
     pub class: Option<HardwareClass>,

@@ -209,6 +209,20 @@ pub fn batches_and_fleet_rows(s: &mut Store) {
     assert_eq!(one[0].campaign.as_deref(), Some("acceptance"));
     assert!(s.fleet(Some("none")).unwrap().is_empty());
 
+    // Runs without facts (as stored before schema 3) get them once.
+    let old = s.without_facts().unwrap();
+    assert_eq!(
+        old.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        [saved[2].id(), second[1].id()]
+    );
+    let (id, doc) = &old[0];
+    s.set_facts(*id, "{\"headlines\":{}}", &memfabric_store::document_hash(doc))
+        .unwrap();
+    s.set_facts(old[1].0, "{}", "a hash another run may hold")
+        .unwrap();
+    assert!(s.without_facts().unwrap().is_empty());
+    assert_eq!(s.fleet(None).unwrap().len(), 4);
+
     // A campaign's nodes: recorded, then updated in place.
     let node = |name: &str, status: &str, run_id: Option<i64>| CampaignNode {
         campaign: "acceptance".into(),

@@ -383,14 +383,11 @@ impl Run<'_> {
 /// The campaign's nodes and report, printed; the exit status.
 fn conclude(ctx: &Ctx, a: &FleetRunArgs, run: Run<'_>) -> Result<Status> {
     let nodes = run.store.nodes(&run.campaign)?;
-    let rows = run.store.fleet(Some(&run.campaign))?;
-    let report = if rows.is_empty() {
+    let hosts = super::report::hosts(run.store.fleet(Some(&run.campaign))?)?;
+    let report = if hosts.is_empty() {
         None
     } else {
-        Some(memfabric_model::fleet::judge(
-            &super::report::hosts(rows)?,
-            Default::default(),
-        ))
+        Some(memfabric_model::fleet::judge(&hosts, Default::default()))
     };
     let not_ok = nodes.iter().filter(|n| n.status != "ok").count();
     let outliers = report.as_ref().is_some_and(|r| !r.outliers.is_empty());

@@ -216,6 +216,7 @@ pub fn ingest(ctx: &Ctx, a: &IngestArgs) -> Result<Status> {
     let sources = sources(&a.inputs)?;
     let location = store_location(ctx.store.as_deref(), None)?;
     let mut store = Store::open_location(&location)?;
+    super::report::backfill(&mut store)?;
     let mut done = Ingested {
         store: store.location().to_string(),
         campaign: a.campaign.clone(),

@@ -16,7 +16,7 @@ use crate::table::Table;
 const TEXT_OUTLIERS: usize = 40;
 
 /// One host per scheduler node name (else host id, else hostname): its newest run's
-/// facts, with headline figures its older runs of the same campaign measured and the
+/// facts (of the runs with a headline figure), with headline figures its older runs of the same campaign measured and the
 /// newest did not. The scheduler's name comes first because it is the cluster's own
 /// name for the node, and because machines cloned from one image can share a
 /// machine-id.
@@ -26,6 +26,11 @@ pub fn hosts(rows: Vec<FleetRow>) -> Result<Vec<FleetHost>> {
     for row in rows {
         let facts: FleetFacts = serde_json::from_str(&row.facts)
             .with_context(|| format!("reading the fleet facts of run {}", row.id))?;
+        // A run with no headline figure (gpu-info, monitor, a failed run) says
+        // nothing to compare: the host's next older run counts.
+        if facts.headlines.is_empty() {
+            continue;
+        }
         let run = || format!("run {}", row.id);
         let node = facts.node.clone();
         let key = (node.as_ref().map(|n| format!("node {n}")))
@@ -61,6 +66,29 @@ pub fn hosts(rows: Vec<FleetRow>) -> Result<Vec<FleetHost>> {
         .collect())
 }
 
+/// Gives runs stored before fleet facts existed (schema 3) their facts and document
+/// hash, once: from then on they count in fleet reports, and ingesting their document
+/// again is a duplicate. A document that is not a run's gets empty facts, so it is
+/// not read again.
+pub fn backfill(store: &mut memfabric_store::Store) -> Result<()> {
+    let old = store.without_facts()?;
+    if old.is_empty() {
+        return Ok(());
+    }
+    eprintln!(
+        "memfabric: reading {} runs stored before fleet facts existed (once)",
+        old.len()
+    );
+    for (id, document) in old {
+        let facts = super::ingest::new_run(&document, None)
+            .ok()
+            .and_then(|r| r.facts)
+            .unwrap_or_else(|| "{}".into());
+        store.set_facts(id, &facts, &memfabric_store::document_hash(&document))?;
+    }
+    Ok(())
+}
+
 /// Keeps only one class of a report.
 fn only_class(mut r: FleetReport, key: &str) -> Result<FleetReport, Usage> {
     if !r.classes.iter().any(|c| c.key == key) {
@@ -82,15 +110,16 @@ pub fn report(ctx: &Ctx, a: &FleetReportArgs) -> Result<Status> {
     if !(a.worse_pct >= 0.0 && a.mads >= 0.0 && a.min_hosts >= 2) {
         return Err(Usage("--worse-pct and --mads must be 0 or more, --min-hosts at least 2".into()).into());
     }
-    let store = crate::cmd::runs::open(ctx)?;
-    let rows = store.fleet(a.campaign.as_deref())?;
-    if rows.is_empty() {
+    let mut store = crate::cmd::runs::open(ctx)?;
+    backfill(&mut store)?;
+    let hosts = hosts(store.fleet(a.campaign.as_deref())?)?;
+    if hosts.is_empty() {
         let what = a
             .campaign
             .as_ref()
             .map_or(String::new(), |c| format!(" of campaign {c}"));
         return Err(Usage(format!(
-            "no runs{what} with fleet facts in {}: store documents with `memfabric fleet ingest`",
+            "no runs{what} with a headline figure in {}: store documents with `memfabric fleet ingest`",
             store.location()
         ))
         .into());
@@ -101,7 +130,7 @@ pub fn report(ctx: &Ctx, a: &FleetReportArgs) -> Result<Status> {
         min_hosts: a.min_hosts,
         ..Rule::default()
     };
-    let mut r = judge(&hosts(rows)?, rule);
+    let mut r = judge(&hosts, rule);
     if let Some(key) = &a.class {
         r = only_class(r, key)?;
     }
