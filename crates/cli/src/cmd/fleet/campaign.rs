@@ -24,10 +24,20 @@ fn now_s() -> u64 {
 
 /// The default campaign name: fleet-YYYYMMDD-HHMMSS (UTC).
 fn default_campaign() -> String {
-    let date = crate::cmd::runs::date(now_s()); // "YYYY-MM-DD HH:MM UTC"
-    let secs = now_s() % 60;
+    let now = now_s();
+    let date = crate::cmd::runs::date(now); // "YYYY-MM-DD HH:MM UTC"
     let digits: String = date.chars().filter(char::is_ascii_digit).collect();
-    format!("fleet-{}-{}{secs:02}", &digits[..8], &digits[8..12])
+    format!("fleet-{}-{}{:02}", &digits[..8], &digits[8..12], now % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_default_campaign_is_a_valid_name_with_the_time() {
+        let c = super::default_campaign();
+        assert!(super::check_name(&c).is_ok(), "{c}");
+        assert_eq!(c.len(), "fleet-20261203-011500".len(), "{c}");
+    }
 }
 
 fn check_name(campaign: &str) -> Result<(), Usage> {
