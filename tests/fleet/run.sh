@@ -172,6 +172,12 @@ reason=$(field "$DIR/acceptance.json" "d['result']['nodes'][1]['reason']")
 say "node2 recorded as failed: $reason"
 [[ $(field "$DIR/acceptance.json" "d['result']['report']['hosts']") == 2 ]] || die "the report does not hold node1 and node3"
 grep -q "^\[fleet acceptance\] 3/3 done (1 failed)" "$DIR/acceptance.log" || die "no progress lines: $(cat "$DIR/acceptance.log")"
+# An acceptance gate does not pass with a node missing.
+rc=0
+"$MF" --store "$URL" fleet report --campaign acceptance --fail-on-outliers >"$DIR/gate.txt" || rc=$?
+[[ $rc == 1 ]] || die "fleet report --fail-on-outliers exited $rc with node2 missing, not 1"
+grep -q "^Nodes of the campaign without a run (1): node2 (failed: srun: error: Node failure on node2" "$DIR/gate.txt" \
+    || die "the report does not name the missing node: $(cat "$DIR/gate.txt")"
 
 # 3. While node2 is down: a node Slurm reports down is not submitted, and a job that
 #    outlives its time limit (--time 1, a job sleeping 100 s) is failed by Slurm.
@@ -197,6 +203,7 @@ fleet run --retry-failed acceptance --suite quick --results "$DIR/acceptance" --
 [[ $(field "$DIR/retry.json" "d['result']['report']['hosts']") == 3 ]] || die "the retried campaign's report lacks a host"
 "$MF" --store "$URL" fleet report --campaign acceptance >"$DIR/report.txt"
 grep -q "^Fleet: 3 hosts in 1 classes" "$DIR/report.txt" || die "fleet report: $(head -n 3 "$DIR/report.txt")"
+grep -q "without a run" "$DIR/report.txt" && die "after the retry the report still names a missing node"
 say "retry: node2 stored; $(head -n 1 "$DIR/report.txt")"
 
 # 5. Ctrl-C after node1 finished: the others are cancelled in Slurm and recorded.

@@ -33,6 +33,21 @@ pub fn render_fleet(r: &FleetReport, title: &str) -> String {
         r.outliers.len(),
         esc(&r.rule_text)
     );
+    if !r.missing.is_empty() {
+        let items: Vec<String> = r
+            .missing
+            .iter()
+            .map(|m| {
+                format!(
+                    "<li>{} ({}): {}</li>",
+                    esc(&m.node),
+                    esc(&m.status),
+                    esc(m.reason.as_deref().unwrap_or("no reason recorded"))
+                )
+            })
+            .collect();
+        let _ = write!(body, "<h2>Nodes without a run</h2><ul>{}</ul>", items.concat());
+    }
     body += &heatmap(r, &heads);
     for c in &r.classes {
         let _ = write!(

@@ -35,7 +35,7 @@ pub enum FleetAction {
     Ingest(IngestArgs),
     /// Judge every host against its hardware class: medians, outliers with their likely causes, configuration drift
     #[command(
-        after_help = "Outlier rule (default): more than 10% worse than the class median and more than 3 MADs from it (MAD scaled by 1.4826); classes of fewer than 3 hosts are summarised, not judged. A host whose class differs from the largest class of its platform only in population or NUMA mode, and which is rare (under a quarter of the platform's hosts, or under --min-hosts), is judged in that largest class and the difference is named as a cause.\nExit status: 0; 1 with --fail-on-outliers when any host is an outlier; 2 for bad arguments or nothing to report."
+        after_help = "Outlier rule (default): more than 10% worse than the class median and more than 3 MADs from it (MAD scaled by 1.4826); classes of fewer than 3 hosts are summarised, not judged. A host whose class differs from the largest class of its platform only in population or NUMA mode, and which is rare (under a quarter of the platform's hosts, or under --min-hosts), is judged in that largest class and the difference is named as a cause.\nExit status: 0; 1 with --fail-on-outliers when any host is an outlier or (with --campaign) a node of the campaign stored no run; 2 for bad arguments or nothing to report."
     )]
     Report(FleetReportArgs),
 }
@@ -125,7 +125,7 @@ pub struct FleetReportArgs {
     /// Also write the report as one HTML file: a per-host heatmap and a strip plot per class
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Exit with status 1 when any host is an outlier (for acceptance scripts)
+    /// Exit with status 1 when any host is an outlier, or (with --campaign) any node of the campaign stored no run: for acceptance scripts
     #[arg(long)]
     pub fail_on_outliers: bool,
     /// How much worse than the class median a figure must be to count, in percent

@@ -71,6 +71,17 @@ pub struct FleetReport {
     pub drift: Vec<Drift>,
     /// Every host, by class then name.
     pub rows: Vec<HostRow>,
+    /// Nodes of the campaign that stored no run (`fleet run`), with why.
+    pub missing: Vec<Missing>,
+}
+
+/// A node of a campaign without a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Missing {
+    pub node: String,
+    /// failed, cancelled or running (a campaign that was itself stopped).
+    pub status: String,
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -332,6 +343,7 @@ pub fn judge(hosts: &[FleetHost], rule: Rule) -> FleetReport {
         outliers: Vec::new(),
         drift: Vec::new(),
         rows: Vec::new(),
+        missing: Vec::new(),
     };
     for (key, mut members) in by_class {
         members.sort_by(|a, b| a.name.cmp(&b.name));

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
-use memfabric_model::fleet::{judge, FleetFacts, FleetHost, FleetReport, Headline, HostRow, Rule};
+use memfabric_model::fleet::{judge, FleetFacts, FleetHost, FleetReport, Headline, HostRow, Missing, Rule};
 use memfabric_store::FleetRow;
 
 use crate::args::FleetReportArgs;
@@ -131,6 +131,18 @@ pub fn report(ctx: &Ctx, a: &FleetReportArgs) -> Result<Status> {
         ..Rule::default()
     };
     let mut r = judge(&hosts, rule);
+    if let Some(c) = &a.campaign {
+        r.missing = store
+            .nodes(c)?
+            .into_iter()
+            .filter(|n| n.status != "ok")
+            .map(|n| Missing {
+                node: n.node,
+                status: n.status,
+                reason: n.reason,
+            })
+            .collect();
+    }
     if let Some(key) = &a.class {
         r = only_class(r, key)?;
     }
@@ -150,7 +162,7 @@ pub fn report(ctx: &Ctx, a: &FleetReportArgs) -> Result<Status> {
         print_all(&text(&r, store.location(), a.campaign.as_deref()))?;
     }
     Ok(Status::from_failures(
-        a.fail_on_outliers && !r.outliers.is_empty(),
+        a.fail_on_outliers && !(r.outliers.is_empty() && r.missing.is_empty()),
     ))
 }
 
@@ -210,6 +222,25 @@ pub fn text(r: &FleetReport, store: &str, campaign: Option<&str>) -> String {
             .map(|f| format!("{} ({} host(s))", f.value, f.hosts))
             .collect();
         out += &format!("Judged with {}: {}\n", c.key, folded.join(", "));
+    }
+    if !r.missing.is_empty() {
+        let nodes: Vec<String> = r
+            .missing
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} ({}: {})",
+                    m.node,
+                    m.status,
+                    m.reason.as_deref().unwrap_or("no reason recorded")
+                )
+            })
+            .collect();
+        out += &format!(
+            "\nNodes of the campaign without a run ({}): {}\n",
+            nodes.len(),
+            nodes.join("; ")
+        );
     }
     out += &outliers_text(r);
     out += &drift_text(r);
