@@ -148,7 +148,7 @@ pub enum Command {
     Compare(CompareArgs),
     /// A saved run as one offline HTML file: heatmaps, curves, tiers; --compare for two runs
     Report(ReportArgs),
-    /// Many hosts' runs: ingest their JSON documents, then judge every host against its hardware class
+    /// Many hosts' runs: measure a cluster through Slurm (run) or gather JSON documents (ingest), then judge every host against its hardware class (report)
     #[command(after_help = FLEET_HELP)]
     Fleet(FleetArgs),
     #[command(about = registry::C2C.about, after_help = C2C_HELP)]

@@ -76,6 +76,7 @@ pub struct FleetRunArgs {
     /// The Slurm partition to submit to
     #[arg(long, value_name = "P")]
     pub partition: Option<String>,
+    /// How much of `memfabric run` each node runs
     #[arg(long, value_enum, default_value_t = SuiteArg::Full)]
     pub suite: SuiteArg,
     /// The campaign's name: letters, digits, '.', '_' and '-' (default: fleet-YYYYMMDD-HHMMSS, UTC)
