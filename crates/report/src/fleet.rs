@@ -3,6 +3,7 @@
 //! host's distance from its class median, per figure, with the outlier limit), then
 //! the outliers and the configuration drift as tables.
 
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use memfabric_model::fleet::{ClassReport, FleetReport, Headline, HostRow};
@@ -48,7 +49,8 @@ pub fn render_fleet(r: &FleetReport, title: &str) -> String {
             .collect();
         let _ = write!(body, "<h2>Nodes without a run</h2><ul>{}</ul>", items.concat());
     }
-    body += &heatmap(r, &heads);
+    let outlying = r.outlying();
+    body += &heatmap(r, &heads, &outlying);
     for c in &r.classes {
         let _ = write!(
             body,
@@ -57,7 +59,7 @@ pub fn render_fleet(r: &FleetReport, title: &str) -> String {
             c.hosts,
             if c.judged { "" } else { "; too few to judge" }
         );
-        body += &strips(r, c, &heads);
+        body += &strips(r, c, &heads, &outlying);
     }
     body += &outliers(r);
     body += &drift(r);
@@ -81,7 +83,10 @@ fn worst(h: &HostRow) -> f64 {
     h.worse_pct.values().copied().fold(f64::NEG_INFINITY, f64::max)
 }
 
-fn heatmap(r: &FleetReport, heads: &[Headline]) -> String {
+/// (run, headline) pairs that are outliers: `FleetReport::outlying`.
+type Outlying<'a> = BTreeSet<(i64, &'a str)>;
+
+fn heatmap(r: &FleetReport, heads: &[Headline], outlying: &Outlying<'_>) -> String {
     let mut rows: Vec<&HostRow> = r.rows.iter().collect();
     rows.sort_by(|a, b| {
         b.outlier
@@ -114,10 +119,7 @@ fn heatmap(r: &FleetReport, heads: &[Headline]) -> String {
             let (Some(v), Some(worse)) = (row.values.get(hd.name()), row.worse_pct.get(hd.name())) else {
                 continue;
             };
-            let out = r
-                .outliers
-                .iter()
-                .any(|o| o.run_id == row.run_id && o.headline == hd.name());
+            let out = outlying.contains(&(row.run_id, hd.name()));
             let stroke = if out {
                 " stroke=\"#000\" stroke-width=\"1.5\""
             } else {
@@ -146,7 +148,7 @@ fn jitter(i: usize) -> f64 {
     x as f64 / (1u64 << 24) as f64
 }
 
-fn strips(r: &FleetReport, c: &ClassReport, heads: &[Headline]) -> String {
+fn strips(r: &FleetReport, c: &ClassReport, heads: &[Headline], outlying: &Outlying<'_>) -> String {
     let members: Vec<&HostRow> = r.rows.iter().filter(|h| h.class == c.key).collect();
     let span = (3.0 * r.rule.worse_pct).max(10.0);
     let x_of = |worse: f64| LABEL_W + STRIP_W * (worse.clamp(-span, span) + span) / (2.0 * span);
@@ -193,10 +195,7 @@ fn strips(r: &FleetReport, c: &ClassReport, heads: &[Headline]) -> String {
             .collect();
         let step = dots.len().div_ceil(STRIP_DOTS).max(1);
         for (i, (m, worse)) in dots.iter().enumerate() {
-            let out = r
-                .outliers
-                .iter()
-                .any(|o| o.run_id == m.run_id && o.headline == hd.name());
+            let out = outlying.contains(&(m.run_id, hd.name()));
             if !out && i % step != 0 {
                 continue;
             }

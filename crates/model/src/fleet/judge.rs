@@ -75,6 +75,16 @@ pub struct FleetReport {
     pub missing: Vec<Missing>,
 }
 
+impl FleetReport {
+    /// Each (run, headline) that is an outlier, for looking up many at once.
+    pub fn outlying(&self) -> std::collections::BTreeSet<(i64, &str)> {
+        self.outliers
+            .iter()
+            .map(|o| (o.run_id, o.headline.as_str()))
+            .collect()
+    }
+}
+
 /// A node of a campaign without a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Missing {

@@ -297,11 +297,7 @@ fn field(s: &str) -> String {
 
 /// One row per host and headline figure.
 pub fn csv(r: &FleetReport) -> String {
-    let outliers: std::collections::BTreeSet<(i64, &str)> = r
-        .outliers
-        .iter()
-        .map(|o| (o.run_id, o.headline.as_str()))
-        .collect();
+    let outliers = r.outlying();
     let mut out =
         String::from("class,host,host_id,run_id,figure,value,class_median,worse_pct,outlier,causes\n");
     for h in &r.rows {
