@@ -53,6 +53,14 @@ fn memfabric() -> Command {
     c
 }
 
+/// Runs memfabric on bad input: asserts exit status 2 and nothing on stdout, and
+/// returns stderr for the caller to check.
+fn refused(args: &[&str]) -> String {
+    let out = memfabric().args(args).assert().code(2);
+    assert!(out.get_output().stdout.is_empty(), "{args:?} printed to stdout");
+    String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+}
+
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures"))
         .join(name)
@@ -148,12 +156,7 @@ fn bad_input_exits_2_with_one_clear_line() {
         ),
     ];
     for (args, needle) in cases {
-        let out = memfabric()
-            .args(*args)
-            .assert()
-            .code(2)
-            .stdout(predicate::str::is_empty());
-        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        let err = refused(args);
         let first = err.lines().next().unwrap_or_default();
         assert!(
             first.contains(needle),

@@ -29,10 +29,11 @@ fn json(store: &Path, args: &[&str], code: i32) -> Value {
     serde_json::from_slice(&out.stdout).expect("one JSON document")
 }
 
-fn stderr_of(store: &Path, args: &[&str], code: i32) -> String {
-    let out = memfabric().arg("--store").arg(store).args(args).output().unwrap();
-    assert_eq!(out.status.code(), Some(code), "{args:?}");
-    String::from_utf8(out.stderr).unwrap()
+/// Refused input for a store: exit 2, nothing on stdout; stderr.
+fn refused(store: &Path, args: &[&str]) -> String {
+    let mut all = vec!["--store", store.to_str().unwrap()];
+    all.extend_from_slice(args);
+    super::refused(&all)
 }
 
 /// Ingests a directory into campaign "acceptance": (new, duplicate).
@@ -154,7 +155,7 @@ fn forms_of_the_report(store: &Path, r: &Value, planted_hosts: &[&str]) {
     let key = r["classes"][0]["key"].as_str().unwrap();
     let one = json(store, &["fleet", "report", "--class", key], 0)["result"].clone();
     assert_eq!(one["hosts"], 50);
-    let e = stderr_of(store, &["fleet", "report", "--class", "nope"], 2);
+    let e = refused(store, &["fleet", "report", "--class", "nope"]);
     assert!(
         e.starts_with("memfabric: error: no hosts of class nope; the classes are: ")
             && e.lines().count() == 1,
@@ -223,13 +224,13 @@ fn rejected_documents_are_named_with_their_reason_and_the_rest_stored() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["result"]["duplicate"], 1);
 
-    let e = stderr_of(&store, &["fleet", "ingest", "/nonexistent/x.json"], 2);
+    let e = refused(&store, &["fleet", "ingest", "/nonexistent/x.json"]);
     assert_eq!(
         e,
         "memfabric: error: /nonexistent/x.json: no such file or directory\n"
     );
     let empty = tempfile::tempdir().unwrap();
-    let e = stderr_of(&store, &["fleet", "ingest", empty.path().to_str().unwrap()], 2);
+    let e = refused(&store, &["fleet", "ingest", empty.path().to_str().unwrap()]);
     assert!(e.contains("no *.json file under"), "{e}");
     let fresh = dir.path().join("empty.sqlite");
     memfabric()

@@ -131,8 +131,7 @@ fn bad_spread_input_exits_2_with_one_line() {
         ),
     ];
     for (args, want) in cases {
-        let out = memfabric().args(args).assert().code(2);
-        let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        let err = super::refused(args);
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
     }
