@@ -132,6 +132,7 @@ impl Ctx {
                 tool_version: env!("CARGO_PKG_VERSION").into(),
                 summary: f.summary,
                 facts: Some(fleet_facts(&envelope, &f.figures)),
+                doc_hash: memfabric_store::document_hash(&document),
                 document: document.clone(),
                 figures: f.figures,
                 campaign: None,

@@ -77,6 +77,9 @@ pub struct NewRun {
     pub summary: String,
     /// The whole JSON document the command printed (or would have printed).
     pub document: String,
+    /// Its [`document_hash`] (or [`value_hash`], where the caller has parsed it):
+    /// a document whose hash is stored already is not stored again.
+    pub doc_hash: String,
     pub figures: Vec<Figure>,
     /// The campaign it was gathered in (`fleet ingest --campaign`).
     pub campaign: Option<String>,
@@ -132,11 +135,22 @@ pub struct CampaignNode {
 /// What makes two documents the same run: a SHA-256 of the document with its
 /// formatting removed (parsed and written back compactly, keys in order), so a
 /// document pretty-printed or reformatted by another tool still matches itself.
+/// A text that is not JSON is hashed as it is.
 pub fn document_hash(document: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(document) {
+        Ok(v) => value_hash(&v),
+        Err(_) => sha256_hex(document),
+    }
+}
+
+/// `document_hash` of a document already parsed: no second parse.
+pub fn value_hash(document: &serde_json::Value) -> String {
+    sha256_hex(&document.to_string())
+}
+
+fn sha256_hex(text: &str) -> String {
     use sha2::{Digest, Sha256};
-    let canonical = serde_json::from_str::<serde_json::Value>(document)
-        .map_or_else(|_| document.to_string(), |v| v.to_string());
-    Sha256::digest(canonical.as_bytes())
+    Sha256::digest(text.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()

@@ -196,7 +196,7 @@ impl Backend for PgStore {
             )?;
             let mut out = Vec::with_capacity(runs.len());
             for run in runs {
-                let hash = crate::document_hash(&run.document);
+                let hash = &run.doc_hash;
                 let added = tx.query_opt(
                     &insert_run,
                     &[
@@ -211,12 +211,12 @@ impl Backend for PgStore {
                         &run.host_id,
                         &run.class_key,
                         &run.campaign,
-                        &hash,
+                        hash,
                         &run.facts,
                     ],
                 )?;
                 let Some(row) = added else {
-                    let id = tx.query_one("SELECT id FROM runs WHERE doc_hash = $1", &[&hash])?;
+                    let id = tx.query_one("SELECT id FROM runs WHERE doc_hash = $1", &[hash])?;
                     out.push(Saved::Duplicate(id.get(0)));
                     continue;
                 };

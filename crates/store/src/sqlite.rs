@@ -151,7 +151,7 @@ impl Backend for SqliteStore {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 )?;
                 for run in runs {
-                    let hash = crate::document_hash(&run.document);
+                    let hash = &run.doc_hash;
                     let added = insert_run.execute(params![
                         run.started_unix_s as i64,
                         saved as i64,
@@ -168,7 +168,7 @@ impl Backend for SqliteStore {
                         run.facts
                     ])?;
                     if added == 0 {
-                        out.push(Saved::Duplicate(existing.query_row([&hash], |r| r.get(0))?));
+                        out.push(Saved::Duplicate(existing.query_row([hash], |r| r.get(0))?));
                         continue;
                     }
                     let id = tx.last_insert_rowid();

@@ -63,6 +63,7 @@ fn save_raw(db: &Path, command: &str, document: &str) -> i64 {
             tool_version: "9.0.0".into(),
             summary: String::new(),
             document: document.into(),
+            doc_hash: memfabric_store::document_hash(document),
             figures: Vec::new(),
             campaign: None,
             facts: None,

@@ -29,6 +29,11 @@ pub fn figure(i: usize) -> Figure {
 pub fn run(label: &str, figures: usize) -> NewRun {
     static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let document = format!(
+        "{{\"label\":\"{label}\",\"process\":{},\"n\":{n},\"pad\":\"{}\"}}",
+        std::process::id(),
+        "x".repeat(figures * 10)
+    );
     NewRun {
         started_unix_s: 1_700_000_000,
         host: Some("host-a".into()),
@@ -38,11 +43,8 @@ pub fn run(label: &str, figures: usize) -> NewRun {
         command: "run".into(),
         tool_version: "0.2.0".into(),
         summary: format!("{figures} figures"),
-        document: format!(
-            "{{\"label\":\"{label}\",\"process\":{},\"n\":{n},\"pad\":\"{}\"}}",
-            std::process::id(),
-            "x".repeat(figures * 10)
-        ),
+        doc_hash: memfabric_store::document_hash(&document),
+        document,
         figures: (0..figures).map(figure).collect(),
         campaign: None,
         facts: None,
@@ -187,6 +189,8 @@ pub fn batches_and_fleet_rows(s: &mut Store) {
     let mut again = a.clone();
     let v: serde_json::Value = serde_json::from_str(&a.document).unwrap();
     again.document = serde_json::to_string_pretty(&v).unwrap();
+    again.doc_hash = memfabric_store::document_hash(&again.document);
+    assert_eq!(again.doc_hash, a.doc_hash, "formatting is not part of the hash");
     let d = run("d", 1);
     let second = s.save_all(&[again, d]).unwrap();
     assert_eq!(second[0], Saved::Duplicate(saved[0].id()));

@@ -120,6 +120,7 @@ pub fn new_run(text: &str, campaign: Option<&str>) -> Result<NewRun, String> {
     let noise = noise_flags(&value["result"]);
     let tool_version = value["tool"]["version"].as_str().unwrap_or("unknown").to_string();
     let started_unix_s = value["started_unix_s"].as_u64().unwrap_or(0);
+    let doc_hash = memfabric_store::value_hash(&value);
     let doc = StoredDocument::from_value(value).map_err(|e| e.to_string())?;
     let Some(env) = doc.environment.as_ref() else {
         return Err(format!(
@@ -141,6 +142,7 @@ pub fn new_run(text: &str, campaign: Option<&str>) -> Result<NewRun, String> {
         tool_version,
         summary: summarize(command, &figures),
         document: text.to_string(),
+        doc_hash,
         figures,
         campaign: campaign.map(str::to_string),
         facts: Some(serde_json::to_string(&facts).expect("facts encode")),

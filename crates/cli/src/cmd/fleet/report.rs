@@ -80,11 +80,11 @@ pub fn backfill(store: &mut memfabric_store::Store) -> Result<()> {
         old.len()
     );
     for (id, document) in old {
-        let facts = super::ingest::new_run(&document, None)
-            .ok()
-            .and_then(|r| r.facts)
-            .unwrap_or_else(|| "{}".into());
-        store.set_facts(id, &facts, &memfabric_store::document_hash(&document))?;
+        let (facts, hash) = match super::ingest::new_run(&document, None) {
+            Ok(run) => (run.facts.unwrap_or_else(|| "{}".into()), run.doc_hash),
+            Err(_) => ("{}".into(), memfabric_store::document_hash(&document)),
+        };
+        store.set_facts(id, &facts, &hash)?;
     }
     Ok(())
 }
