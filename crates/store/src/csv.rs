@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use memfabric_model::Figure;
 
 /// Quotes a field when it holds a comma, a quote or a line break (RFC 4180).
-fn field(s: &str) -> String {
+pub fn field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

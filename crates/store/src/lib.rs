@@ -25,7 +25,7 @@ mod postgres;
 mod sqlite;
 
 pub use compare::{compare, CompareRow, Comparison};
-pub use csv::figures_csv;
+pub use csv::{field as csv_field, figures_csv};
 pub use migrate::LATEST_VERSION;
 pub use postgres::{is_url, redact};
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
 use memfabric_model::fleet::{judge, FleetFacts, FleetHost, FleetReport, Headline, HostRow, Missing, Rule};
-use memfabric_store::FleetRow;
+use memfabric_store::{csv_field, FleetRow};
 
 use crate::args::FleetReportArgs;
 use crate::cmd::report::write_atomically;
@@ -287,14 +287,6 @@ fn drift_text(r: &FleetReport) -> String {
     "\nConfiguration drift (facts with more than one value in a class):\n".to_string() + &t.render()
 }
 
-fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 /// One row per host and headline figure.
 pub fn csv(r: &FleetReport) -> String {
     let outliers = r.outlying();
@@ -306,16 +298,16 @@ pub fn csv(r: &FleetReport) -> String {
             let stats = class.and_then(|c| c.stats.iter().find(|s| &s.headline == name));
             let outlier = outliers.contains(&(h.run_id, name.as_str()));
             let cells = [
-                field(&h.class),
-                field(&h.name),
-                field(h.host_id.as_deref().unwrap_or("")),
+                csv_field(&h.class),
+                csv_field(&h.name),
+                csv_field(h.host_id.as_deref().unwrap_or("")),
                 h.run_id.to_string(),
                 name.clone(),
                 v.to_string(),
                 stats.map_or(String::new(), |s| s.median.to_string()),
                 h.worse_pct.get(name).map_or(String::new(), |w| format!("{w:.3}")),
                 outlier.to_string(),
-                field(&if outlier {
+                csv_field(&if outlier {
                     h.causes.join("; ")
                 } else {
                     String::new()
