@@ -13,6 +13,7 @@ mod history;
 mod interleave;
 mod monitor;
 mod pairs;
+mod plan;
 mod theory;
 pub use fleet::{FleetAction, FleetArgs, FleetReportArgs, FleetRunArgs, IngestArgs, SuiteArg, FLEET_HELP};
 pub use gpu::{directions, GpuArgs, GpuBandwidthArgs, GpuCommand, GpuCopyArgs, GPU_HELP};
@@ -20,6 +21,7 @@ pub use history::{CompareArgs, ExportFormat, ReportArgs, RunRef, RunsAction, Run
 pub use interleave::{ConcurrentArg, InterleaveArgs};
 pub use monitor::{DramArg, DramArgs, MonitorArgs, MONITOR_HELP};
 pub use pairs::{C2cArgs, C2cModeArg, SweepArgs, SweepThreadsArg, SweepWhat, C2C_HELP, SWEEP_HELP};
+pub use plan::{CheckArgs, NumaArgs, PlanAction, PlanArgs, PopulationArgs, RasArg, PLAN_HELP};
 pub use theory::{AuditArgs, MachineSource, TheoryArgs};
 
 const AFTER_HELP: &str = "\
@@ -159,6 +161,9 @@ pub enum Command {
     Theory(TheoryArgs),
     #[command(about = registry::AUDIT.about, after_help = theory::AUDIT_HELP)]
     Audit(AuditArgs),
+    /// Decide before buying or rebooting: DIMM populations for a capacity, what a NUMA mode and socket-link setting give, this machine against its platform's rules
+    #[command(after_help = PLAN_HELP)]
+    Plan(PlanArgs),
     #[command(about = registry::MONITOR.about, after_help = MONITOR_HELP)]
     Monitor(MonitorArgs),
     #[command(about = registry::GPU.about, after_help = GPU_HELP)]

@@ -15,12 +15,14 @@ mod concurrent;
 mod fleet;
 mod gpu;
 mod monitor;
+mod plan;
 mod sections;
 mod study;
 
 use memfabric_model::StoredDocument;
 
 pub use fleet::render_fleet;
+pub use plan::{render_population, PlanPoint};
 pub use sections::{dram_cells, sections};
 pub use study::render_study;
 use svg::esc;

@@ -162,10 +162,12 @@ pub fn numa_plan(p: &Platform, nps: u32, links: LinkChoice, cal: Option<&Calibra
             "interleaved Triad = min({s} x {:.2} x {peak:.1}, {s}^2 x {:.2} x {:.1}) = {inter:.1} GB/s",
             e.triad, e.link, l.gb_s_per_direction
         ));
-        formulas.push(format!(
-            "remote Triad = min(local, {:.2} x {:.1} / {TRIAD_READ_SHARE:.3} read share)",
-            e.link, l.gb_s_per_direction
-        ));
+        if nps > 0 {
+            formulas.push(format!(
+                "remote Triad = min(local, {:.2} x {:.1} / {TRIAD_READ_SHARE:.3} read share)",
+                e.link, l.gb_s_per_direction
+            ));
+        }
     }
     Ok(NumaPlan {
         platform: p.name.clone(),

@@ -12,6 +12,7 @@ pub mod latency;
 pub mod list;
 pub mod loaded;
 pub mod monitor;
+pub mod plan;
 pub mod report;
 pub mod run;
 pub mod runs;

@@ -101,7 +101,13 @@ pub fn read_machine_file(path: &Path) -> Result<Description> {
     let shown = path.display();
     let text =
         std::fs::read_to_string(path).map_err(|e| Usage(format!("cannot read machine file {shown}: {e}")))?;
-    toml::from_str::<Description>(&text).map_err(|e| {
+    parse_toml(&text, &format!("machine file {shown}"))
+}
+
+/// TOML text as a `T`; a fault is bad input (exit 2), named as `what:` with
+/// the line and the first line of the parser's message.
+pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T> {
+    toml::from_str::<T>(text).map_err(|e| {
         let message = e
             .message()
             .lines()
@@ -109,8 +115,8 @@ pub fn read_machine_file(path: &Path) -> Result<Description> {
             .unwrap_or("not valid TOML")
             .trim()
             .to_string();
-        let at = error_line(&text, e.span(), &message).map_or(String::new(), |l| format!(" line {l}:"));
-        Usage(format!("machine file {shown}:{at} {message}")).into()
+        let at = error_line(text, e.span(), &message).map_or(String::new(), |l| format!(" line {l}:"));
+        Usage(format!("{what}:{at} {message}")).into()
     })
 }
 
