@@ -35,7 +35,15 @@ fn per_socket_peak(p: &Platform, n: u32) -> f64 {
 #[test]
 fn lp1852_table_2_bandwidth_per_dimm_count() {
     let p = platform("epyc-9004-2s");
-    let published = [(12, 460.8), (10, 384.0), (8, 307.2), (6, 230.4), (4, 153.6), (2, 76.8), (1, 38.4)];
+    let published = [
+        (12, 460.8),
+        (10, 384.0),
+        (8, 307.2),
+        (6, 230.4),
+        (4, 153.6),
+        (2, 76.8),
+        (1, 38.4),
+    ];
     for (n, gb_s) in published {
         let ours = per_socket_peak(&p, n);
         assert!((ours - gb_s).abs() < 0.05, "{n} DIMMs: {ours} against {gb_s}");
@@ -48,7 +56,16 @@ fn lp1852_table_2_bandwidth_per_dimm_count() {
 fn lp1852_link_bandwidth_3_and_4_links() {
     let p = platform("epyc-9004-2s");
     for (links, gb_s) in [(4, 512.0), (3, 384.0)] {
-        let plan = numa_plan(&p, 1, LinkChoice { count: Some(links), ..LinkChoice::default() }, None).unwrap();
+        let plan = numa_plan(
+            &p,
+            1,
+            LinkChoice {
+                count: Some(links),
+                ..LinkChoice::default()
+            },
+            None,
+        )
+        .unwrap();
         let both = 2.0 * plan.links.unwrap().gb_s_per_direction;
         assert!((both - gb_s).abs() < 1e-9, "{links} links: {both}");
     }
@@ -104,7 +121,11 @@ fn dell_xeon_sp_six_against_twelve_and_near_balanced_loss() {
     assert!(gap <= 5.0, "6 against 12: {gap:.1} %");
     let four = population(&p, p.memory.dimms[0], 4).unwrap();
     assert_eq!(four.class, Class::NearBalanced);
-    assert!((four.loss_pct - 33.0).abs() <= 2.0, "4 DIMMs lose {:.1} %", four.loss_pct);
+    assert!(
+        (four.loss_pct - 33.0).abs() <= 2.0,
+        "4 DIMMs lose {:.1} %",
+        four.loss_pct
+    );
 }
 
 /// A published link-limited measurement: J. McCalpin, 2-socket Xeon Platinum
@@ -114,13 +135,28 @@ fn dell_xeon_sp_six_against_twelve_and_near_balanced_loss() {
 #[test]
 fn mccalpin_8160_remote_reads_are_link_limited() {
     let p = platform("xeon-sp-2s");
-    let plan = numa_plan(&p, 1, LinkChoice { count: Some(2), ..LinkChoice::default() }, None).unwrap();
+    let plan = numa_plan(
+        &p,
+        1,
+        LinkChoice {
+            count: Some(2),
+            ..LinkChoice::default()
+        },
+        None,
+    )
+    .unwrap();
     let link = plan.links.as_ref().unwrap();
     let remote_read = plan.efficiencies.link * link.gb_s_per_direction;
-    assert!((remote_read / 34.0 - 1.0).abs() < 0.05, "remote read {remote_read:.1} GB/s");
+    assert!(
+        (remote_read / 34.0 - 1.0).abs() < 0.05,
+        "remote read {remote_read:.1} GB/s"
+    );
     assert_eq!(plan.remote_bottleneck, Some(Bottleneck::SocketLinks));
     let local_read = 112.0 / p.socket_peak_gb_s();
-    assert!((0.80..=0.95).contains(&local_read), "local reads at {local_read:.2} of peak");
+    assert!(
+        (0.80..=0.95).contains(&local_read),
+        "local reads at {local_read:.2} of peak"
+    );
 }
 
 /// AMD's figure for a 256-bit LPDDR5X-8000 interface: 256 GB/s. Exact.
@@ -142,7 +178,11 @@ fn grace_superchip_is_about_1_tb_s() {
 fn every_platform_answers_every_command() {
     for name in ALL {
         let p = platform(name);
-        let smallest = p.memory.dimms.first().map_or_else(|| p.memory.capacities_gib[0], |d| d.gib);
+        let smallest = p
+            .memory
+            .dimms
+            .first()
+            .map_or_else(|| p.memory.capacities_gib[0], |d| d.gib);
         let ask = PopulationAsk {
             capacity_gib: f64::from(smallest),
             ras: Ras::None,
@@ -152,7 +192,10 @@ fn every_platform_answers_every_command() {
         assert!(!plan.candidates.is_empty(), "{name}");
         for &nps in &p.numa.nodes_per_socket {
             let n = numa_plan(&p, nps, LinkChoice::default(), None).unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert!(n.interleaved_triad_gb_s > 0.0 && n.local_triad_gb_s > 0.0, "{name} {nps}");
+            assert!(
+                n.interleaved_triad_gb_s > 0.0 && n.local_triad_gb_s > 0.0,
+                "{name} {nps}"
+            );
         }
     }
 }
@@ -160,7 +203,15 @@ fn every_platform_answers_every_command() {
 #[test]
 fn the_recommendation_comes_first_and_reaches_the_capacity() {
     let p = platform("epyc-9004-2s");
-    let plan = plan_population(&p, &PopulationAsk { capacity_gib: 1024.0, ras: Ras::None, dimm_sizes_gib: None }).unwrap();
+    let plan = plan_population(
+        &p,
+        &PopulationAsk {
+            capacity_gib: 1024.0,
+            ras: Ras::None,
+            dimm_sizes_gib: None,
+        },
+    )
+    .unwrap();
     let first = &plan.candidates[0];
     assert!(first.usable_gib >= 1024.0);
     assert_eq!(first.class, Class::Balanced);
@@ -171,7 +222,11 @@ fn the_recommendation_comes_first_and_reaches_the_capacity() {
 #[test]
 fn ras_changes_what_is_usable_and_what_flows() {
     let p = platform("xeon-sp-2s");
-    let ask = |ras| PopulationAsk { capacity_gib: 384.0, ras, dimm_sizes_gib: Some(vec![32]) };
+    let ask = |ras| PopulationAsk {
+        capacity_gib: 384.0,
+        ras,
+        dimm_sizes_gib: Some(vec![32]),
+    };
     let none = plan_population(&p, &ask(Ras::None)).unwrap();
     let mirrored = plan_population(&p, &ask(Ras::Mirroring)).unwrap();
     let spared = plan_population(&p, &ask(Ras::Sparing)).unwrap();
@@ -181,14 +236,30 @@ fn ras_changes_what_is_usable_and_what_flows() {
     let m = &mirrored.candidates[0];
     assert!((m.expected_triad_gb_s.unwrap() / (m.effective_gb_s * 0.78) - 0.75).abs() < 1e-9);
     // 32 GiB 2R DIMMs, one per channel: sparing leaves one rank of two.
-    let s = spared.candidates.iter().find(|c| c.dimms_per_socket == 12).unwrap();
-    assert!((s.usable_gib - 12.0 * 32.0 * 2.0 * 0.75).abs() < 1e-9, "{}", s.usable_gib);
+    let s = spared
+        .candidates
+        .iter()
+        .find(|c| c.dimms_per_socket == 12)
+        .unwrap();
+    assert!(
+        (s.usable_gib - 12.0 * 32.0 * 2.0 * 0.75).abs() < 1e-9,
+        "{}",
+        s.usable_gib
+    );
 }
 
 #[test]
 fn lockstep_fills_channel_pairs_and_says_its_cost_is_not_published() {
     let p = platform("xeon-7500-4s");
-    let plan = plan_population(&p, &PopulationAsk { capacity_gib: 256.0, ras: Ras::Lockstep, dimm_sizes_gib: None }).unwrap();
+    let plan = plan_population(
+        &p,
+        &PopulationAsk {
+            capacity_gib: 256.0,
+            ras: Ras::Lockstep,
+            dimm_sizes_gib: None,
+        },
+    )
+    .unwrap();
     for c in &plan.candidates {
         assert!(c.per_channel.chunks(2).all(|pair| pair[0] == pair[1]), "{c:?}");
         assert!(c.expected_triad_gb_s.is_none());
@@ -203,18 +274,39 @@ fn err<T>(r: Result<T, PlanError>) -> String {
 #[test]
 fn bad_questions_are_refused_in_one_line() {
     let genoa = platform("epyc-9004-2s");
-    let big = PopulationAsk { capacity_gib: 1e6, ras: Ras::None, dimm_sizes_gib: None };
+    let big = PopulationAsk {
+        capacity_gib: 1e6,
+        ras: Ras::None,
+        dimm_sizes_gib: None,
+    };
     assert!(err(plan_population(&genoa, &big)).contains("at most 12288 GiB usable"));
-    let mirror = PopulationAsk { capacity_gib: 64.0, ras: Ras::Mirroring, dimm_sizes_gib: None };
+    let mirror = PopulationAsk {
+        capacity_gib: 64.0,
+        ras: Ras::Mirroring,
+        dimm_sizes_gib: None,
+    };
     assert!(err(plan_population(&genoa, &mirror)).contains("no RAS mode mirroring (it offers: none)"));
-    let size = PopulationAsk { capacity_gib: 64.0, ras: Ras::None, dimm_sizes_gib: Some(vec![20]) };
+    let size = PopulationAsk {
+        capacity_gib: 64.0,
+        ras: Ras::None,
+        dimm_sizes_gib: Some(vec![20]),
+    };
     assert!(err(plan_population(&genoa, &size)).contains("20 GiB is not one"));
     assert!(err(numa_plan(&genoa, 8, LinkChoice::default(), None)).contains("not NPS8"));
-    let five = LinkChoice { count: Some(5), ..LinkChoice::default() };
+    let five = LinkChoice {
+        count: Some(5),
+        ..LinkChoice::default()
+    };
     assert!(err(numa_plan(&genoa, 1, five, None)).contains("3 or 4 xGMI"));
-    let x2 = LinkChoice { lanes: Some(2), ..LinkChoice::default() };
+    let x2 = LinkChoice {
+        lanes: Some(2),
+        ..LinkChoice::default()
+    };
     assert!(err(numa_plan(&genoa, 1, x2, None)).contains("x16 or x8 or x4"));
-    let fast = LinkChoice { gbps: Some(40.0), ..LinkChoice::default() };
+    let fast = LinkChoice {
+        gbps: Some(40.0),
+        ..LinkChoice::default()
+    };
     assert!(err(numa_plan(&genoa, 1, fast, None)).contains("at most 32"));
     let apu = platform("apu-lpddr5x-256");
     assert!(err(numa_plan(&apu, 1, five, None)).contains("one socket"));
@@ -224,7 +316,18 @@ fn bad_questions_are_refused_in_one_line() {
 #[test]
 fn genoa_three_links_limit_interleaved_triad() {
     let p = platform("epyc-9004-2s");
-    let at = |links| numa_plan(&p, 0, LinkChoice { count: Some(links), ..LinkChoice::default() }, None).unwrap();
+    let at = |links| {
+        numa_plan(
+            &p,
+            0,
+            LinkChoice {
+                count: Some(links),
+                ..LinkChoice::default()
+            },
+            None,
+        )
+        .unwrap()
+    };
     assert_eq!(at(4).interleaved_bottleneck, Bottleneck::MemoryChannels);
     assert_eq!(at(3).interleaved_bottleneck, Bottleneck::SocketLinks);
     assert!(at(3).interleaved_triad_gb_s < at(4).interleaved_triad_gb_s);

@@ -20,6 +20,8 @@ mod loaded;
 mod monitor;
 #[path = "cli/options.rs"]
 mod options;
+#[path = "cli/plan.rs"]
+mod plan;
 #[path = "cli/postgres.rs"]
 mod postgres;
 #[path = "cli/runs.rs"]

@@ -30,7 +30,8 @@ const CLASSES: [(&str, &str); 3] = [
 pub fn render_population(title: &str, about: &str, points: &[PlanPoint]) -> String {
     let mut body = format!("<h1>{}</h1><p class=\"meta\">{}</p>", esc(title), esc(about));
     body += &chart(points);
-    body += "<table><tr><th>population</th><th>class</th><th>usable GiB</th><th>GB/s</th><th>loss %</th></tr>";
+    body +=
+        "<table><tr><th>population</th><th>class</th><th>usable GiB</th><th>GB/s</th><th>loss %</th></tr>";
     for p in points {
         let mark = if p.recommended { " (recommended)" } else { "" };
         let _ = write!(
@@ -82,7 +83,11 @@ fn chart(points: &[PlanPoint]) -> String {
     for p in points {
         let colour = CLASSES.iter().find(|c| c.0 == p.class).map_or("#444", |c| c.1);
         let r = if p.recommended { 8.0 } else { 5.0 };
-        let ring = if p.recommended { r##" stroke="#000" stroke-width="2""## } else { "" };
+        let ring = if p.recommended {
+            r##" stroke="#000" stroke-width="2""##
+        } else {
+            ""
+        };
         let _ = write!(
             s,
             r##"<circle cx="{:.1}" cy="{:.1}" r="{r}" fill="{colour}" fill-opacity="0.8"{ring}><title>{}: {:.0} GiB, {:.1} GB/s, {}</title></circle>"##,

@@ -75,7 +75,10 @@ pub fn check(p: &Platform, m: &CheckInput) -> CheckReport {
             what: "sockets".into(),
             seen: m.sockets.to_string(),
             expected: p.sockets.to_string(),
-            fix: format!("this machine is not a {}: name its platform with --platform", p.name),
+            fix: format!(
+                "this machine is not a {}: name its platform with --platform",
+                p.name
+            ),
         });
         return r;
     }
@@ -102,12 +105,19 @@ fn numa_mode(p: &Platform, m: &CheckInput, r: &mut CheckReport) {
         r.numa_mode = Some(p.numa.mode_name(per_socket));
         return;
     }
-    let offered: Vec<String> = p.numa.nodes_per_socket.iter().map(|&n| p.numa.mode_name(n)).collect();
+    let offered: Vec<String> = p
+        .numa
+        .nodes_per_socket
+        .iter()
+        .map(|&n| p.numa.mode_name(n))
+        .collect();
     r.deviations.push(Deviation {
         what: "NUMA mode".into(),
         seen: format!("{} node(s) over {} socket(s)", m.numa_nodes, m.sockets),
         expected: offered.join(", "),
-        fix: "set the BIOS NUMA mode to one the platform offers; nodes without CPUs (CXL, HBM) count here too".into(),
+        fix:
+            "set the BIOS NUMA mode to one the platform offers; nodes without CPUs (CXL, HBM) count here too"
+                .into(),
     });
 }
 
@@ -131,7 +141,12 @@ fn socket(p: &Platform, s: &SocketSeen, r: &mut CheckReport) {
     if class != Class::Balanced {
         r.deviations.push(Deviation {
             what: format!("{label}: population"),
-            seen: format!("{n} DIMMs on {} of {} channels ({})", counts.iter().filter(|&&c| c > 0).count(), counts.len(), class.name()),
+            seen: format!(
+                "{n} DIMMs on {} of {} channels ({})",
+                counts.iter().filter(|&&c| c > 0).count(),
+                counts.len(),
+                class.name()
+            ),
             expected: format!("balanced under {}", p.memory.rule.name()),
             fix: balanced_fix(p, n, sizes.last().map(|s| s.0)),
         });
@@ -149,12 +164,19 @@ fn socket(p: &Platform, s: &SocketSeen, r: &mut CheckReport) {
 /// The nearest balanced count at or above `n` (or below, when none above).
 fn balanced_fix(p: &Platform, n: u32, gib: Option<u32>) -> String {
     let slots = p.memory.channels_per_socket * p.max_dimms_per_channel();
-    let balanced = |k: &u32| classify(p.memory.rule, &layout(p, *k, false), p.memory.groups) == Class::Balanced;
+    let balanced =
+        |k: &u32| classify(p.memory.rule, &layout(p, *k, false), p.memory.groups) == Class::Balanced;
     let target = (n..=slots).find(balanced).or_else(|| (1..n).rev().find(balanced));
     let size = gib.map_or(String::new(), |g| format!(" of {g} GiB"));
     match target {
-        Some(k) if k > n => format!("add {} DIMM(s){size} for {k} per socket, placed in the population order", k - n),
-        Some(k) => format!("take out {} DIMM(s) for {k} per socket, or add DIMMs up to a balanced count", n - k),
+        Some(k) if k > n => format!(
+            "add {} DIMM(s){size} for {k} per socket, placed in the population order",
+            k - n
+        ),
+        Some(k) => format!(
+            "take out {} DIMM(s) for {k} per socket, or add DIMMs up to a balanced count",
+            n - k
+        ),
         None => "no balanced count exists for this platform's rule".into(),
     }
 }
@@ -177,7 +199,9 @@ fn speeds(p: &Platform, s: &SocketSeen, counts: &[u32], label: &str, r: &mut Che
         .filter(|d| d.configured_mt_s.is_some_and(|c| c < platform))
         .collect();
     if let Some(d) = slow.first() {
-        let rated = d.rated_mt_s.map_or("not listed".to_string(), |v| format!("{v} MT/s"));
+        let rated = d
+            .rated_mt_s
+            .map_or("not listed".to_string(), |v| format!("{v} MT/s"));
         let cause = if d.rated_mt_s.is_some_and(|v| v < platform) {
             "the DIMMs are rated below it: replace them"
         } else {
@@ -185,7 +209,11 @@ fn speeds(p: &Platform, s: &SocketSeen, counts: &[u32], label: &str, r: &mut Che
         };
         r.deviations.push(Deviation {
             what: format!("{label}: speed"),
-            seen: format!("{} DIMM(s) at {} MT/s (rated {rated})", slow.len(), d.configured_mt_s.unwrap_or(0)),
+            seen: format!(
+                "{} DIMM(s) at {} MT/s (rated {rated})",
+                slow.len(),
+                d.configured_mt_s.unwrap_or(0)
+            ),
             expected: format!("{platform} MT/s at {most} DIMM(s) per channel"),
             fix: cause.into(),
         });
@@ -193,7 +221,9 @@ fn speeds(p: &Platform, s: &SocketSeen, counts: &[u32], label: &str, r: &mut Che
 }
 
 fn sockets_alike(r: &mut CheckReport) {
-    let Some(first) = r.sockets.first().cloned() else { return };
+    let Some(first) = r.sockets.first().cloned() else {
+        return;
+    };
     for s in r.sockets.iter().skip(1) {
         if s.per_channel != first.per_channel {
             r.deviations.push(Deviation {
@@ -211,12 +241,17 @@ fn sockets_alike(r: &mut CheckReport) {
 fn mode_allowed(p: &Platform, r: &mut CheckReport) {
     let four = p.numa.mode_name(4);
     let unbalanced = r.sockets.iter().any(|s| s.class == Class::Unbalanced);
-    if p.memory.rule == Rule::ChannelSymmetry && unbalanced && r.numa_mode.as_ref().is_some_and(|m| *m != four) {
+    if p.memory.rule == Rule::ChannelSymmetry
+        && unbalanced
+        && r.numa_mode.as_ref().is_some_and(|m| *m != four)
+    {
         r.deviations.push(Deviation {
             what: "NUMA mode for this population".into(),
             seen: r.numa_mode.clone().unwrap_or_default(),
             expected: four.clone(),
-            fix: format!("balance the population, or set {four}: an unbalanced population cannot interleave wider"),
+            fix: format!(
+                "balance the population, or set {four}: an unbalanced population cannot interleave wider"
+            ),
         });
     }
 }

@@ -15,7 +15,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use check::{check, CheckInput, CheckReport, Deviation, DimmSeen, SocketSeen, SocketVerdict};
-pub use numa::{calibrate, numa_plan, Bottleneck, Calibration, Efficiencies, LinkChoice, LinkUse, NumaPlan, RunFigures};
+pub use numa::{
+    calibrate, numa_plan, Bottleneck, Calibration, Efficiencies, LinkChoice, LinkUse, NumaPlan, RunFigures,
+};
 pub use population::{plan_population, Candidate, Class, PopulationAsk, PopulationPlan, Ras};
 
 /// A platform as its file describes it (see docs/PLAN.md for every key).
@@ -204,10 +206,17 @@ impl Platform {
             return bad("memory: mts needs one speed (MT/s) per DIMMs-per-channel count, none 0".into());
         }
         match (m.rule, m.dimms.is_empty(), m.capacities_gib.is_empty()) {
-            (Rule::Soldered, _, true) => return bad("memory: a soldered platform lists capacities_gib".into()),
-            (Rule::Soldered, false, _) => return bad("memory: a soldered platform has no dimms to choose".into()),
+            (Rule::Soldered, _, true) => {
+                return bad("memory: a soldered platform lists capacities_gib".into())
+            }
+            (Rule::Soldered, false, _) => {
+                return bad("memory: a soldered platform has no dimms to choose".into())
+            }
             (Rule::ChannelSymmetry | Rule::ControllerSymmetry, true, _) => {
-                return bad(format!("memory: rule {} needs the dimms sold for it", m.rule.name()))
+                return bad(format!(
+                    "memory: rule {} needs the dimms sold for it",
+                    m.rule.name()
+                ))
             }
             _ => {}
         }
@@ -218,16 +227,21 @@ impl Platform {
             return bad("numa: nodes_per_socket lists at least one mode".into());
         }
         if let Some(l) = &self.links {
-            let rated = l.gb_s_per_link.is_some() || (!l.widths.is_empty() && l.gbps.is_some_and(|g| g > 0.0));
+            let rated =
+                l.gb_s_per_link.is_some() || (!l.widths.is_empty() && l.gbps.is_some_and(|g| g > 0.0));
             if l.counts.is_empty() || l.counts.contains(&0) || !rated {
-                return bad("links: counts (none 0) and either widths with gbps or gb_s_per_link are needed".into());
+                return bad(
+                    "links: counts (none 0) and either widths with gbps or gb_s_per_link are needed".into(),
+                );
             }
         } else if self.sockets > 1 {
             return bad(format!("{} sockets need a [links] table", self.sockets));
         }
         for (name, r) in &self.ras {
             if !["sparing", "lockstep", "mirroring"].contains(&name.as_str()) {
-                return bad(format!("ras.{name}: the RAS modes are sparing, lockstep and mirroring"));
+                return bad(format!(
+                    "ras.{name}: the RAS modes are sparing, lockstep and mirroring"
+                ));
             }
             if r.source.trim().is_empty() {
                 return bad(format!("ras.{name}: say where the rule comes from (source)"));

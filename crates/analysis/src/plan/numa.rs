@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::population::TRIAD_READ_SHARE;
-use super::{Platform, PlanError};
+use super::{PlanError, Platform};
 
 /// The stated efficiencies: the figure a model multiplies raw rates by.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -118,9 +118,19 @@ pub struct NumaPlan {
     pub notes: Vec<String>,
 }
 
-pub fn numa_plan(p: &Platform, nps: u32, links: LinkChoice, cal: Option<&Calibration>) -> Result<NumaPlan, PlanError> {
+pub fn numa_plan(
+    p: &Platform,
+    nps: u32,
+    links: LinkChoice,
+    cal: Option<&Calibration>,
+) -> Result<NumaPlan, PlanError> {
     if !p.numa.nodes_per_socket.contains(&nps) {
-        let offered: Vec<String> = p.numa.nodes_per_socket.iter().map(|&n| p.numa.mode_name(n)).collect();
+        let offered: Vec<String> = p
+            .numa
+            .nodes_per_socket
+            .iter()
+            .map(|&n| p.numa.mode_name(n))
+            .collect();
         return Err(PlanError::Ask(format!(
             "{} offers {}; not {}",
             p.name,
@@ -192,11 +202,16 @@ pub fn numa_plan(p: &Platform, nps: u32, links: LinkChoice, cal: Option<&Calibra
 fn link_use(p: &Platform, ask: LinkChoice) -> Result<Option<LinkUse>, PlanError> {
     let Some(spec) = &p.links else {
         if ask.count.is_some() || ask.lanes.is_some() || ask.gbps.is_some() {
-            return Err(PlanError::Ask(format!("{} has one socket: there are no socket links", p.name)));
+            return Err(PlanError::Ask(format!(
+                "{} has one socket: there are no socket links",
+                p.name
+            )));
         }
         return Ok(None);
     };
-    let count = ask.count.unwrap_or_else(|| spec.counts.iter().copied().max().unwrap_or(1));
+    let count = ask
+        .count
+        .unwrap_or_else(|| spec.counts.iter().copied().max().unwrap_or(1));
     if !spec.counts.contains(&count) {
         return Err(PlanError::Ask(format!(
             "{} joins sockets with {} {} link(s); not {count}",
@@ -219,7 +234,10 @@ fn link_use(p: &Platform, ask: LinkChoice) -> Result<Option<LinkUse>, PlanError>
             lanes: None,
             gbps: None,
             gb_s_per_direction: total,
-            formula: format!("{count} {} x {per_link} GB/s per direction = {total:.1} GB/s", spec.kind),
+            formula: format!(
+                "{count} {} x {per_link} GB/s per direction = {total:.1} GB/s",
+                spec.kind
+            ),
         }));
     }
     let lanes = ask.lanes.unwrap_or(spec.widths[0]);
@@ -227,7 +245,11 @@ fn link_use(p: &Platform, ask: LinkChoice) -> Result<Option<LinkUse>, PlanError>
         return Err(PlanError::Ask(format!(
             "{} links run x{}; not x{lanes}",
             spec.kind,
-            spec.widths.iter().map(u32::to_string).collect::<Vec<_>>().join(" or x")
+            spec.widths
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(" or x")
         )));
     }
     let top = spec.gbps.unwrap_or(0.0);
@@ -283,7 +305,10 @@ pub struct Calibration {
 pub fn calibrate(p: &Platform, r: &RunFigures) -> Result<Calibration, PlanError> {
     let refuse = |m: String| Err(PlanError::Ask(format!("cannot calibrate from {}: {m}", r.run)));
     if r.sockets != p.sockets as usize {
-        return refuse(format!("it ran on {} socket(s); {} has {}", r.sockets, p.name, p.sockets));
+        return refuse(format!(
+            "it ran on {} socket(s); {} has {}",
+            r.sockets, p.name, p.sockets
+        ));
     }
     let Some(per_node) = r.triad_per_node_gb_s else {
         return refuse("it has no Triad per node (a `run` or `bandwidth` document has)".into());
@@ -301,7 +326,10 @@ pub fn calibrate(p: &Platform, r: &RunFigures) -> Result<Calibration, PlanError>
             socket_peak / nodes_per_socket
         ));
     }
-    let mut e = Efficiencies { triad, ..p.efficiency };
+    let mut e = Efficiencies {
+        triad,
+        ..p.efficiency
+    };
     let mut notes = vec![format!(
         "Triad efficiency {triad:.2}: {per_node:.1} GB/s per node of {:.1} GB/s theoretical",
         socket_peak / nodes_per_socket

@@ -12,7 +12,7 @@
 
 use serde::Serialize;
 
-use super::{DimmOption, Platform, PlanError, RasSpec, Rule};
+use super::{DimmOption, PlanError, Platform, RasSpec, Rule};
 
 /// Triad moves two bytes read for each byte written.
 pub const TRIAD_READ_SHARE: f64 = 2.0 / 3.0;
@@ -115,7 +115,8 @@ pub fn plan_population(p: &Platform, ask: &PopulationAsk) -> Result<PopulationPl
     let best = p.socket_peak_gb_s() * f64::from(p.sockets);
     for c in &mut all {
         c.loss_pct = (1.0 - c.effective_gb_s / best) * 100.0;
-        c.expected_triad_gb_s = triad_factor(ask.ras, spec).map(|f| c.effective_gb_s * p.efficiency.triad * f);
+        c.expected_triad_gb_s =
+            triad_factor(ask.ras, spec).map(|f| c.effective_gb_s * p.efficiency.triad * f);
         if c.expected_triad_gb_s.is_none() {
             c.notes.push(format!(
                 "{}'s bandwidth cost is not published in this platform's sources: not modelled",
@@ -133,7 +134,10 @@ pub fn plan_population(p: &Platform, ask: &PopulationAsk) -> Result<PopulationPl
             ask.ras.name()
         )));
     }
-    let mut reach: Vec<Candidate> = all.into_iter().filter(|c| c.usable_gib + 1e-9 >= ask.capacity_gib).collect();
+    let mut reach: Vec<Candidate> = all
+        .into_iter()
+        .filter(|c| c.usable_gib + 1e-9 >= ask.capacity_gib)
+        .collect();
     keep_near(&mut reach, ask.capacity_gib);
     reach.sort_by(|a, b| rank(a).partial_cmp(&rank(b)).unwrap_or(std::cmp::Ordering::Equal));
     Ok(PopulationPlan {
@@ -180,7 +184,9 @@ fn ras_spec(p: &Platform, ras: Ras) -> Result<Option<&RasSpec>, PlanError> {
         return Ok(None);
     }
     p.ras.get(ras.name()).map(Some).ok_or_else(|| {
-        let offered: Vec<&str> = std::iter::once("none").chain(p.ras.keys().map(String::as_str)).collect();
+        let offered: Vec<&str> = std::iter::once("none")
+            .chain(p.ras.keys().map(String::as_str))
+            .collect();
         PlanError::Ask(format!(
             "{} has no RAS mode {} (it offers: {})",
             p.name,
@@ -266,14 +272,19 @@ fn chosen_dimms(p: &Platform, ask: &PopulationAsk) -> Result<Vec<DimmOption>, Pl
     sizes
         .iter()
         .map(|&gib| {
-            p.memory.dimms.iter().find(|d| d.gib == gib).copied().ok_or_else(|| {
-                let sold: Vec<String> = p.memory.dimms.iter().map(|d| d.gib.to_string()).collect();
-                PlanError::Ask(format!(
-                    "{} takes DIMMs of {} GiB; {gib} GiB is not one",
-                    p.name,
-                    sold.join(", ")
-                ))
-            })
+            p.memory
+                .dimms
+                .iter()
+                .find(|d| d.gib == gib)
+                .copied()
+                .ok_or_else(|| {
+                    let sold: Vec<String> = p.memory.dimms.iter().map(|d| d.gib.to_string()).collect();
+                    PlanError::Ask(format!(
+                        "{} takes DIMMs of {} GiB; {gib} GiB is not one",
+                        p.name,
+                        sold.join(", ")
+                    ))
+                })
         })
         .collect()
 }
@@ -334,7 +345,13 @@ pub fn population(p: &Platform, d: DimmOption, n: u32) -> Option<Candidate> {
     Some(c)
 }
 
-fn candidate(p: &Platform, d: DimmOption, n: u32, counts: Vec<u32>, spec: Option<&RasSpec>) -> Option<Candidate> {
+fn candidate(
+    p: &Platform,
+    d: DimmOption,
+    n: u32,
+    counts: Vec<u32>,
+    spec: Option<&RasSpec>,
+) -> Option<Candidate> {
     let most = *counts.iter().max()?;
     let mts = p.memory.mts[most as usize - 1];
     let sockets = f64::from(p.sockets);

@@ -13,10 +13,18 @@ fn the_shipped_file_is_valid() {
 fn a_bad_platform_says_what_is_wrong() {
     let mut p = genoa();
     p.memory.groups = 5;
-    assert!(p.validate().unwrap_err().to_string().contains("groups = 5 does not divide"));
+    assert!(p
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("groups = 5 does not divide"));
     let mut p = genoa();
     p.links = None;
-    assert!(p.validate().unwrap_err().to_string().contains("2 sockets need a [links] table"));
+    assert!(p
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("2 sockets need a [links] table"));
     let mut p = genoa();
     p.memory.rule = Rule::Soldered;
     assert!(p.validate().unwrap_err().to_string().contains("soldered"));

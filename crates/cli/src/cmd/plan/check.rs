@@ -127,7 +127,10 @@ pub fn render(l: &Loaded, r: &CheckReport) -> String {
     } else {
         out += &format!("\n{} deviation(s):\n", r.deviations.len());
         for d in &r.deviations {
-            out += &format!("- {}: {} (expected {})\n  fix: {}\n", d.what, d.seen, d.expected, d.fix);
+            out += &format!(
+                "- {}: {} (expected {})\n  fix: {}\n",
+                d.what, d.seen, d.expected, d.fix
+            );
         }
     }
     for n in &r.not_checked {

@@ -55,7 +55,10 @@ fn calibration(ctx: &Ctx, l: &Loaded, r: &RunRef) -> Result<Calibration> {
     let doc = StoredDocument::parse(&text).map_err(|e| Usage(format!("run {id}: {e}")))?;
     let facts = FleetFacts::of(doc.environment.as_ref(), &doc.document.figures(), vec![]);
     let Some(class) = facts.class else {
-        return Err(Usage(format!("run {id} records no platform facts (a document of memfabric before 0.5)")).into());
+        return Err(Usage(format!(
+            "run {id} records no platform facts (a document of memfabric before 0.5)"
+        ))
+        .into());
     };
     let figures = RunFigures {
         run: format!("run {id}"),
@@ -88,7 +91,11 @@ pub fn render(l: &Loaded, p: &NumaPlan) -> String {
     t.row(vec![
         local.into(),
         format!("{:.1}", p.local_triad_gb_s),
-        if p.nodes_per_socket == 0 { p.interleaved_bottleneck.name().into() } else { "memory channels".into() },
+        if p.nodes_per_socket == 0 {
+            p.interleaved_bottleneck.name().into()
+        } else {
+            "memory channels".into()
+        },
     ]);
     if let Some(r) = p.remote_triad_gb_s {
         t.row(vec![
@@ -130,7 +137,10 @@ mod tests {
     #[test]
     fn three_links_against_four_on_genoa() {
         let l = load("epyc-9004-2s").unwrap();
-        for (links, name) in [(3, "plan_numa_genoa_nps0_3_links"), (4, "plan_numa_genoa_nps0_4_links")] {
+        for (links, name) in [
+            (3, "plan_numa_genoa_nps0_3_links"),
+            (4, "plan_numa_genoa_nps0_4_links"),
+        ] {
             let choice = LinkChoice {
                 count: Some(links),
                 ..LinkChoice::default()

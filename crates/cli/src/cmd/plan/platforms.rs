@@ -12,13 +12,34 @@ use crate::output::{print_all, Ctx, Status, Usage};
 use crate::table::Table;
 
 const BUILTIN: [(&str, &str); 7] = [
-    ("apu-lpddr5x-256", include_str!("../../../../../platforms/apu-lpddr5x-256.toml")),
-    ("epyc-7002-2s", include_str!("../../../../../platforms/epyc-7002-2s.toml")),
-    ("epyc-9004-2s", include_str!("../../../../../platforms/epyc-9004-2s.toml")),
-    ("grace-superchip", include_str!("../../../../../platforms/grace-superchip.toml")),
-    ("xeon-7500-4s", include_str!("../../../../../platforms/xeon-7500-4s.toml")),
-    ("xeon-sp-2s", include_str!("../../../../../platforms/xeon-sp-2s.toml")),
-    ("xeon-spr-2s", include_str!("../../../../../platforms/xeon-spr-2s.toml")),
+    (
+        "apu-lpddr5x-256",
+        include_str!("../../../../../platforms/apu-lpddr5x-256.toml"),
+    ),
+    (
+        "epyc-7002-2s",
+        include_str!("../../../../../platforms/epyc-7002-2s.toml"),
+    ),
+    (
+        "epyc-9004-2s",
+        include_str!("../../../../../platforms/epyc-9004-2s.toml"),
+    ),
+    (
+        "grace-superchip",
+        include_str!("../../../../../platforms/grace-superchip.toml"),
+    ),
+    (
+        "xeon-7500-4s",
+        include_str!("../../../../../platforms/xeon-7500-4s.toml"),
+    ),
+    (
+        "xeon-sp-2s",
+        include_str!("../../../../../platforms/xeon-sp-2s.toml"),
+    ),
+    (
+        "xeon-spr-2s",
+        include_str!("../../../../../platforms/xeon-spr-2s.toml"),
+    ),
 ];
 
 /// A platform and where it was read.
@@ -37,9 +58,7 @@ fn user_dir() -> Option<PathBuf> {
 fn parse(text: &str, id: &str, origin: String) -> Result<Loaded> {
     let what = format!("platform file {origin}");
     let platform: Platform = parse_toml(text, &what)?;
-    platform
-        .validate()
-        .map_err(|e| Usage(format!("{what}: {e}")))?;
+    platform.validate().map_err(|e| Usage(format!("{what}: {e}")))?;
     Ok(Loaded {
         id: id.into(),
         origin,
@@ -49,8 +68,11 @@ fn parse(text: &str, id: &str, origin: String) -> Result<Loaded> {
 
 fn read(path: &Path) -> Result<Loaded> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| Usage(format!("cannot read platform file {shown}: {e}")))?;
-    let id = path.file_stem().map_or(shown.clone(), |s| s.to_string_lossy().into_owned());
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Usage(format!("cannot read platform file {shown}: {e}")))?;
+    let id = path
+        .file_stem()
+        .map_or(shown.clone(), |s| s.to_string_lossy().into_owned());
     parse(&text, &id, shown)
 }
 
@@ -61,7 +83,10 @@ pub fn load(spec: &str) -> Result<Loaded> {
     if spec.contains('/') || spec.ends_with(".toml") {
         return read(Path::new(spec));
     }
-    if let Some(file) = user_dir().map(|d| d.join(format!("{spec}.toml"))).filter(|f| f.is_file()) {
+    if let Some(file) = user_dir()
+        .map(|d| d.join(format!("{spec}.toml")))
+        .filter(|f| f.is_file())
+    {
         return read(&file);
     }
     match BUILTIN.iter().find(|(id, _)| *id == spec) {
@@ -76,7 +101,11 @@ pub fn load(spec: &str) -> Result<Loaded> {
 
 fn ids() -> Vec<String> {
     let mut v: Vec<String> = BUILTIN.iter().map(|(id, _)| id.to_string()).collect();
-    v.extend(user_files().into_iter().filter_map(|p| Some(p.file_stem()?.to_string_lossy().into_owned())));
+    v.extend(
+        user_files()
+            .into_iter()
+            .filter_map(|p| Some(p.file_stem()?.to_string_lossy().into_owned())),
+    );
     v.sort();
     v.dedup();
     v
@@ -85,7 +114,12 @@ fn ids() -> Vec<String> {
 fn user_files() -> Vec<PathBuf> {
     let Some(dir) = user_dir() else { return vec![] };
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect()
+        })
         .unwrap_or_default();
     files.sort();
     files
@@ -107,9 +141,12 @@ pub fn all() -> Result<Vec<Loaded>> {
 
 /// The platform whose `match` names this CPU model.
 pub fn matching(cpu_model: &str) -> Result<Option<Loaded>> {
-    Ok(all()?
-        .into_iter()
-        .find(|l| l.platform.cpu_match.iter().any(|m| cpu_model.contains(m.as_str()))))
+    Ok(all()?.into_iter().find(|l| {
+        l.platform
+            .cpu_match
+            .iter()
+            .any(|m| cpu_model.contains(m.as_str()))
+    }))
 }
 
 pub fn list(ctx: &Ctx) -> Result<Status> {
@@ -118,20 +155,38 @@ pub fn list(ctx: &Ctx) -> Result<Status> {
         ctx.print_json("plan platforms", None, &all)?;
         return Ok(Status::Ok);
     }
-    let mut t = Table::new(&["<platform", "sockets", "<memory", "<NUMA modes", "<links", "<RAS", "<from"]);
+    let mut t = Table::new(&[
+        "<platform",
+        "sockets",
+        "<memory",
+        "<NUMA modes",
+        "<links",
+        "<RAS",
+        "<from",
+    ]);
     for l in &all {
         let p = &l.platform;
         let m = &p.memory;
-        let modes: Vec<String> = p.numa.nodes_per_socket.iter().map(|&n| p.numa.mode_name(n)).collect();
+        let modes: Vec<String> = p
+            .numa
+            .nodes_per_socket
+            .iter()
+            .map(|&n| p.numa.mode_name(n))
+            .collect();
         let links = p.links.as_ref().map_or("-".into(), |k| {
             let counts: Vec<String> = k.counts.iter().map(u32::to_string).collect();
             format!("{} {}", counts.join("/"), k.kind)
         });
-        let ras: Vec<&str> = std::iter::once("none").chain(p.ras.keys().map(String::as_str)).collect();
+        let ras: Vec<&str> = std::iter::once("none")
+            .chain(p.ras.keys().map(String::as_str))
+            .collect();
         t.row(vec![
             l.id.clone(),
             p.sockets.to_string(),
-            format!("{} x {} {}-{}", m.channels_per_socket, m.bus_bits, m.kind, m.mts[0]),
+            format!(
+                "{} x {} {}-{}",
+                m.channels_per_socket, m.bus_bits, m.kind, m.mts[0]
+            ),
             modes.join(" "),
             links,
             ras.join(" "),

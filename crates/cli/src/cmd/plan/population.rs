@@ -62,9 +62,15 @@ pub fn ras(r: RasArg) -> Ras {
 
 fn describe(l: &Loaded, c: &Candidate) -> String {
     if c.dimms_per_socket == 0 {
-        format!("{} GiB {} per socket (soldered)", c.dimm_gib, l.platform.memory.kind)
+        format!(
+            "{} GiB {} per socket (soldered)",
+            c.dimm_gib, l.platform.memory.kind
+        )
     } else {
-        format!("{} x {} GiB {} per socket", c.dimms_per_socket, c.dimm_gib, l.platform.memory.kind)
+        format!(
+            "{} x {} GiB {} per socket",
+            c.dimms_per_socket, c.dimm_gib, l.platform.memory.kind
+        )
     }
 }
 
@@ -108,10 +114,18 @@ pub fn render(l: &Loaded, p: &PopulationPlan, explain: bool, all: bool) -> Strin
         "loss %",
         "Triad GB/s",
     ]);
-    let shown = if all { p.candidates.len() } else { SHOWN.min(p.candidates.len()) };
+    let shown = if all {
+        p.candidates.len()
+    } else {
+        SHOWN.min(p.candidates.len())
+    };
     for c in &p.candidates[..shown] {
         t.row(vec![
-            if c.dimms_per_socket == 0 { "soldered".into() } else { c.dimms_per_socket.to_string() },
+            if c.dimms_per_socket == 0 {
+                "soldered".into()
+            } else {
+                c.dimms_per_socket.to_string()
+            },
             c.dimm_gib.to_string(),
             c.channels_used.to_string(),
             c.mt_s.to_string(),
@@ -125,13 +139,20 @@ pub fn render(l: &Loaded, p: &PopulationPlan, explain: bool, all: bool) -> Strin
     }
     out += &format!("\n{}", t.render());
     if shown < p.candidates.len() {
-        out += &format!("{shown} of {} populations shown; --all for every one.\n", p.candidates.len());
+        out += &format!(
+            "{shown} of {} populations shown; --all for every one.\n",
+            p.candidates.len()
+        );
     }
     out += &format!(
         "GB/s are all sockets'. Triad = effective x {:.2}; class by the {} rule{}.\n",
         p.triad_efficiency,
         p.rule,
-        if explain { "" } else { " (--explain says what it is)" }
+        if explain {
+            ""
+        } else {
+            " (--explain says what it is)"
+        }
     );
     if explain {
         out += &explanation(l, p);
@@ -141,7 +162,8 @@ pub fn render(l: &Loaded, p: &PopulationPlan, explain: bool, all: bool) -> Strin
 
 fn explanation(l: &Loaded, p: &PopulationPlan) -> String {
     let mut out = format!("\nRule: {}\n", p.rule_text);
-    out += "\nBandwidth: DIMMs are placed round-robin over the channel groups (the vendors' population order); \
+    out +=
+        "\nBandwidth: DIMMs are placed round-robin over the channel groups (the vendors' population order); \
 memory is spread evenly over the DIMMs, so a channel carries its share of the DIMMs' traffic and the busiest \
 channel sets the pace: effective = channel GB/s x DIMMs / most DIMMs on one channel (every channel alike: \
 channels x channel GB/s, the peak). The speed is the platform's for the most DIMMs on one channel. \
@@ -199,7 +221,10 @@ mod tests {
         let text = render(&l, &plan, true, false);
         insta::assert_snapshot!("plan_population_genoa_1tib", text);
         let first: Vec<&str> = text.lines().take(5).collect();
-        assert!(first.iter().any(|l| l.starts_with("Recommended: 12 x 48 GiB")), "{first:?}");
+        assert!(
+            first.iter().any(|l| l.starts_with("Recommended: 12 x 48 GiB")),
+            "{first:?}"
+        );
         insta::assert_snapshot!("plan_population_genoa_1tib_html", html(&l, &plan));
     }
 }
