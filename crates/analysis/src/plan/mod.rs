@@ -193,10 +193,10 @@ impl Platform {
         if self.sockets == 0 {
             return bad("sockets must be at least 1".into());
         }
-        if m.channels_per_socket == 0 || m.bus_bits == 0 || m.bus_bits % 8 != 0 {
+        if m.channels_per_socket == 0 || m.bus_bits == 0 || !m.bus_bits.is_multiple_of(8) {
             return bad("memory: channels_per_socket must be at least 1 and bus_bits a multiple of 8".into());
         }
-        if m.groups == 0 || m.channels_per_socket % m.groups != 0 {
+        if m.groups == 0 || !m.channels_per_socket.is_multiple_of(m.groups) {
             return bad(format!(
                 "memory: groups = {} does not divide channels_per_socket = {}",
                 m.groups, m.channels_per_socket

@@ -104,7 +104,7 @@ pub struct PopulationPlan {
 
 pub fn plan_population(p: &Platform, ask: &PopulationAsk) -> Result<PopulationPlan, PlanError> {
     let spec = ras_spec(p, ask.ras)?;
-    if !(ask.capacity_gib > 0.0) {
+    if ask.capacity_gib.is_nan() || ask.capacity_gib <= 0.0 {
         return Err(PlanError::Ask("the capacity must be above 0".into()));
     }
     let mut all = if p.memory.rule == Rule::Soldered {
@@ -243,7 +243,7 @@ fn socketed(p: &Platform, ask: &PopulationAsk, spec: Option<&RasSpec>) -> Result
     let dimms = chosen_dimms(p, ask)?;
     let pairs = spec.is_some_and(|s| s.channel_pairs);
     let per_group = p.memory.channels_per_socket / p.memory.groups;
-    if pairs && per_group % 2 != 0 {
+    if pairs && !per_group.is_multiple_of(2) {
         return Err(PlanError::Platform(format!(
             "{}: lockstep pairs channels, but a group has {per_group} channels",
             p.name

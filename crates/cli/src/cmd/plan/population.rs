@@ -102,42 +102,12 @@ pub fn render(l: &Loaded, p: &PopulationPlan, explain: bool, all: bool) -> Strin
     for n in &best.notes {
         out += &format!("  note: {n}\n");
     }
-    let mut t = Table::new(&[
-        "DIMMs/socket",
-        "GiB each",
-        "channels",
-        "MT/s",
-        "<class",
-        "usable GiB",
-        "peak GB/s",
-        "effective GB/s",
-        "loss %",
-        "Triad GB/s",
-    ]);
     let shown = if all {
         p.candidates.len()
     } else {
         SHOWN.min(p.candidates.len())
     };
-    for c in &p.candidates[..shown] {
-        t.row(vec![
-            if c.dimms_per_socket == 0 {
-                "soldered".into()
-            } else {
-                c.dimms_per_socket.to_string()
-            },
-            c.dimm_gib.to_string(),
-            c.channels_used.to_string(),
-            c.mt_s.to_string(),
-            c.class.name().into(),
-            trim(c.usable_gib),
-            format!("{:.1}", c.peak_gb_s),
-            format!("{:.1}", c.effective_gb_s),
-            format!("{:.1}", c.loss_pct),
-            gb(c.expected_triad_gb_s),
-        ]);
-    }
-    out += &format!("\n{}", t.render());
+    out += &format!("\n{}", table(&p.candidates[..shown]));
     if shown < p.candidates.len() {
         out += &format!(
             "{shown} of {} populations shown; --all for every one.\n",
@@ -158,6 +128,40 @@ pub fn render(l: &Loaded, p: &PopulationPlan, explain: bool, all: bool) -> Strin
         out += &explanation(l, p);
     }
     out
+}
+
+fn table(candidates: &[Candidate]) -> String {
+    let mut t = Table::new(&[
+        "DIMMs/socket",
+        "GiB each",
+        "channels",
+        "MT/s",
+        "<class",
+        "usable GiB",
+        "peak GB/s",
+        "effective GB/s",
+        "loss %",
+        "Triad GB/s",
+    ]);
+    for c in candidates {
+        t.row(vec![
+            if c.dimms_per_socket == 0 {
+                "soldered".into()
+            } else {
+                c.dimms_per_socket.to_string()
+            },
+            c.dimm_gib.to_string(),
+            c.channels_used.to_string(),
+            c.mt_s.to_string(),
+            c.class.name().into(),
+            trim(c.usable_gib),
+            format!("{:.1}", c.peak_gb_s),
+            format!("{:.1}", c.effective_gb_s),
+            format!("{:.1}", c.loss_pct),
+            gb(c.expected_triad_gb_s),
+        ]);
+    }
+    t.render()
 }
 
 fn explanation(l: &Loaded, p: &PopulationPlan) -> String {
