@@ -11,6 +11,7 @@ mod fleet;
 mod gpu;
 mod history;
 mod interleave;
+mod lists;
 mod monitor;
 mod pairs;
 mod plan;
@@ -19,6 +20,8 @@ pub use fleet::{FleetAction, FleetArgs, FleetReportArgs, FleetRunArgs, IngestArg
 pub use gpu::{directions, GpuArgs, GpuBandwidthArgs, GpuCommand, GpuCopyArgs, GPU_HELP};
 pub use history::{CompareArgs, ExportFormat, ReportArgs, RunRef, RunsAction, RunsArgs};
 pub use interleave::{ConcurrentArg, InterleaveArgs};
+use lists::parse_counts;
+pub use lists::Counts;
 pub use monitor::{DramArg, DramArgs, MonitorArgs, MONITOR_HELP};
 pub use pairs::{C2cArgs, C2cModeArg, SweepArgs, SweepThreadsArg, SweepWhat, C2C_HELP, SWEEP_HELP};
 pub use plan::{CheckArgs, NumaArgs, PlanAction, PlanArgs, PopulationArgs, RasArg, PLAN_HELP};
@@ -488,16 +491,4 @@ fn parse_mixes(s: &str) -> Result<Mixes, String> {
         }
     }
     Ok(Mixes(out))
-}
-
-/// Thread counts as given to --threads: 1,2,4 or ranges such as 1-4.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Counts(pub Vec<usize>);
-
-fn parse_counts(s: &str) -> Result<Counts, String> {
-    let v = memfabric_topo::parse_cpulist(s).map_err(|e| e.to_string())?;
-    if v.is_empty() || v.contains(&0) {
-        return Err("thread counts must be 1 or more".into());
-    }
-    Ok(Counts(v.into_iter().map(|n| n as usize).collect()))
 }
