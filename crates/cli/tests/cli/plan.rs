@@ -72,7 +72,7 @@ fn every_command_works_on_every_platform() {
             String::from_utf8_lossy(&out.stderr)
         );
         let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
-        assert_eq!(v["command"], "plan check");
+        assert_eq!(v["command"], "plan-check");
     }
 }
 

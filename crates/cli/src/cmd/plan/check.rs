@@ -33,7 +33,7 @@ pub fn run(ctx: &Ctx, a: &CheckArgs) -> Result<Status> {
             platform_origin: &loaded.origin,
             report: &report,
         };
-        ctx.print_json("plan check", a.source.is_live().then_some(&topo), &r)?;
+        ctx.print_json("plan-check", a.source.is_live().then_some(&topo), &r)?;
     } else {
         print_all(&render(&loaded, &report))?;
     }

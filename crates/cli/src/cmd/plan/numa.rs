@@ -40,7 +40,7 @@ pub fn run(ctx: &Ctx, a: &NumaArgs) -> Result<Status> {
             platform_origin: &loaded.origin,
             plan: &plan,
         };
-        ctx.print_json("plan numa", None, &r)?;
+        ctx.print_json("plan-numa", None, &r)?;
     } else {
         print_all(&render(&loaded, &plan))?;
     }

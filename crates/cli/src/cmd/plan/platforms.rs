@@ -152,7 +152,7 @@ pub fn matching(cpu_model: &str) -> Result<Option<Loaded>> {
 pub fn list(ctx: &Ctx) -> Result<Status> {
     let all = all()?;
     if ctx.json {
-        ctx.print_json("plan platforms", None, &all)?;
+        ctx.print_json("plan-platforms", None, &all)?;
         return Ok(Status::Ok);
     }
     let mut t = Table::new(&[

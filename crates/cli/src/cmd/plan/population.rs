@@ -44,7 +44,7 @@ pub fn run(ctx: &Ctx, a: &PopulationArgs) -> Result<Status> {
             sources: &loaded.platform.sources,
             plan: &plan,
         };
-        ctx.print_json("plan population", None, &r)?;
+        ctx.print_json("plan-population", None, &r)?;
     } else {
         print_all(&render(&loaded, &plan, a.explain, a.all))?;
     }
