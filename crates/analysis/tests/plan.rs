@@ -3,7 +3,7 @@
 
 use memfabric_analysis::plan::population::{classify, layout, population};
 use memfabric_analysis::plan::{
-    numa_plan, plan_population, Bottleneck, Class, LinkChoice, PlanError, Platform, PopulationAsk, Ras,
+    numa_plan, plan_population, Bottleneck, Class, LinkChoice, PlanError, Platform, PopulationAsk, Ras, Rule,
 };
 use proptest::prelude::*;
 
@@ -357,5 +357,34 @@ proptest! {
         if c.class == Class::Balanced && p.memory.rule != memfabric_analysis::plan::Rule::ControllerSymmetry {
             prop_assert_eq!(c.channels_used, p.memory.channels_per_socket);
         }
+    }
+}
+
+proptest! {
+    /// A class does not depend on which group is which: the rules speak of
+    /// groups populated alike, not of a particular group.
+    #[test]
+    fn classes_ignore_the_order_of_groups(counts in proptest::collection::vec(0u32..=2, 8), rot in 0usize..4) {
+        prop_assume!(counts.iter().any(|&c| c > 0));
+        let mut turned = counts.clone();
+        turned.rotate_left(rot * 2);
+        for rule in [Rule::ChannelSymmetry, Rule::ControllerSymmetry] {
+            prop_assert_eq!(classify(rule, &counts, 4), classify(rule, &turned, 4));
+        }
+    }
+
+    /// More links, wider or faster, never give less; the interleaved Triad never
+    /// exceeds what the memory of every socket allows.
+    #[test]
+    fn links_only_help(nps in prop::sample::select(vec![0u32, 1, 2, 4]), gbps in 1.0f64..32.0) {
+        let p = platform("epyc-9004-2s");
+        let at = |count: u32, lanes: u32| {
+            numa_plan(&p, nps, LinkChoice { count: Some(count), lanes: Some(lanes), gbps: Some(gbps) }, None).unwrap()
+        };
+        let (three, four, narrow) = (at(3, 16), at(4, 16), at(4, 4));
+        prop_assert!(four.interleaved_triad_gb_s >= three.interleaved_triad_gb_s);
+        prop_assert!(four.interleaved_triad_gb_s >= narrow.interleaved_triad_gb_s);
+        let memory = 2.0 * p.efficiency.triad * p.socket_peak_gb_s();
+        prop_assert!(four.interleaved_triad_gb_s <= memory + 1e-9);
     }
 }

@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::population::{classify, layout, Class};
+use super::population::{classify, layout, trim, Class};
 use super::{Platform, Rule};
 
 /// One installed DIMM as the firmware lists it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DimmSeen {
-    pub gib: Option<u32>,
+    pub mib: Option<u64>,
     pub configured_mt_s: Option<u32>,
     pub rated_mt_s: Option<u32>,
 }
@@ -128,9 +128,12 @@ fn socket(p: &Platform, s: &SocketSeen, r: &mut CheckReport) {
     let n = dimms.len() as u32;
     let class = classify(p.memory.rule, &counts, p.memory.groups);
     let label = format!("socket {}", s.socket);
-    let sizes = tally(dimms.iter().filter_map(|d| d.gib));
+    let sizes = tally(dimms.iter().filter_map(|d| d.mib));
     if sizes.len() > 1 {
-        let seen: Vec<String> = sizes.iter().map(|(g, k)| format!("{k} x {g} GiB")).collect();
+        let seen: Vec<String> = sizes
+            .iter()
+            .map(|(m, k)| format!("{k} x {} GiB", gib(*m)))
+            .collect();
         r.deviations.push(Deviation {
             what: format!("{label}: DIMM sizes"),
             seen: seen.join(", "),
@@ -162,12 +165,12 @@ fn socket(p: &Platform, s: &SocketSeen, r: &mut CheckReport) {
 }
 
 /// The nearest balanced count at or above `n` (or below, when none above).
-fn balanced_fix(p: &Platform, n: u32, gib: Option<u32>) -> String {
+fn balanced_fix(p: &Platform, n: u32, mib: Option<u64>) -> String {
     let slots = p.memory.channels_per_socket * p.max_dimms_per_channel();
     let balanced =
         |k: &u32| classify(p.memory.rule, &layout(p, *k, false), p.memory.groups) == Class::Balanced;
     let target = (n..=slots).find(balanced).or_else(|| (1..n).rev().find(balanced));
-    let size = gib.map_or(String::new(), |g| format!(" of {g} GiB"));
+    let size = mib.map_or(String::new(), |m| format!(" of {} GiB", gib(m)));
     match target {
         Some(k) if k > n => format!(
             "add {} DIMM(s){size} for {k} per socket, placed in the population order",
@@ -256,13 +259,17 @@ fn mode_allowed(p: &Platform, r: &mut CheckReport) {
     }
 }
 
+fn gib(mib: u64) -> String {
+    trim(mib as f64 / 1024.0)
+}
+
 /// (value, count) ascending by count.
-fn tally(values: impl Iterator<Item = u32>) -> Vec<(u32, usize)> {
-    let mut m: BTreeMap<u32, usize> = BTreeMap::new();
+fn tally(values: impl Iterator<Item = u64>) -> Vec<(u64, usize)> {
+    let mut m: BTreeMap<u64, usize> = BTreeMap::new();
     for v in values {
         *m.entry(v).or_default() += 1;
     }
-    let mut v: Vec<(u32, usize)> = m.into_iter().collect();
+    let mut v: Vec<(u64, usize)> = m.into_iter().collect();
     v.sort_by_key(|&(_, k)| k);
     v
 }

@@ -179,78 +179,123 @@ pub struct RasSpec {
 /// Why a platform, or a question about it, cannot be answered (exit 2).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PlanError {
-    #[error("{0}")]
-    Platform(String),
+    /// A platform file breaks a rule its syntax cannot: `key` is the file's
+    /// key (or `[table]`) the message is about, for finding its line.
+    #[error("{message}")]
+    Platform { key: String, message: String },
     #[error("{0}")]
     Ask(String),
+}
+
+impl PlanError {
+    fn platform(key: &str, message: impl Into<String>) -> PlanError {
+        PlanError::Platform {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
 }
 
 impl Platform {
     /// The checks a file's syntax cannot make.
     pub fn validate(&self) -> Result<(), PlanError> {
-        let bad = |m: String| Err(PlanError::Platform(m));
+        let bad = |key: &str, m: String| Err(PlanError::platform(key, m));
         let m = &self.memory;
         if self.sockets == 0 {
-            return bad("sockets must be at least 1".into());
+            return bad("sockets", "sockets must be at least 1".into());
         }
         if m.channels_per_socket == 0 || m.bus_bits == 0 || !m.bus_bits.is_multiple_of(8) {
-            return bad("memory: channels_per_socket must be at least 1 and bus_bits a multiple of 8".into());
+            return bad(
+                "channels_per_socket",
+                "memory: channels_per_socket must be at least 1 and bus_bits a multiple of 8".into(),
+            );
         }
         if m.groups == 0 || !m.channels_per_socket.is_multiple_of(m.groups) {
-            return bad(format!(
-                "memory: groups = {} does not divide channels_per_socket = {}",
-                m.groups, m.channels_per_socket
-            ));
+            return bad(
+                "groups",
+                format!(
+                    "memory: groups = {} does not divide channels_per_socket = {}",
+                    m.groups, m.channels_per_socket
+                ),
+            );
         }
         if m.mts.is_empty() || m.mts.contains(&0) {
-            return bad("memory: mts needs one speed (MT/s) per DIMMs-per-channel count, none 0".into());
+            return bad(
+                "mts",
+                "memory: mts needs one speed (MT/s) per DIMMs-per-channel count, none 0".into(),
+            );
         }
         match (m.rule, m.dimms.is_empty(), m.capacities_gib.is_empty()) {
             (Rule::Soldered, _, true) => {
-                return bad("memory: a soldered platform lists capacities_gib".into())
+                return bad("rule", "memory: a soldered platform lists capacities_gib".into())
             }
             (Rule::Soldered, false, _) => {
-                return bad("memory: a soldered platform has no dimms to choose".into())
+                return bad(
+                    "dimms",
+                    "memory: a soldered platform has no dimms to choose".into(),
+                )
             }
             (Rule::ChannelSymmetry | Rule::ControllerSymmetry, true, _) => {
-                return bad(format!(
-                    "memory: rule {} needs the dimms sold for it",
-                    m.rule.name()
-                ))
+                return bad(
+                    "rule",
+                    format!("memory: rule {} needs the dimms sold for it", m.rule.name()),
+                )
             }
             _ => {}
         }
         if m.dimms.iter().any(|d| d.gib == 0 || d.ranks == 0) {
-            return bad("memory: every DIMM needs gib and ranks of at least 1".into());
+            return bad(
+                "dimms",
+                "memory: every DIMM needs gib and ranks of at least 1".into(),
+            );
         }
+        self.validate_rest()
+    }
+
+    /// NUMA modes, links, RAS modes, sources and efficiencies.
+    fn validate_rest(&self) -> Result<(), PlanError> {
+        let bad = |key: &str, m: String| Err(PlanError::platform(key, m));
         if self.numa.nodes_per_socket.is_empty() {
-            return bad("numa: nodes_per_socket lists at least one mode".into());
+            return bad(
+                "nodes_per_socket",
+                "numa: nodes_per_socket lists at least one mode".into(),
+            );
         }
         if let Some(l) = &self.links {
             let rated =
                 l.gb_s_per_link.is_some() || (!l.widths.is_empty() && l.gbps.is_some_and(|g| g > 0.0));
             if l.counts.is_empty() || l.counts.contains(&0) || !rated {
                 return bad(
+                    "[links]",
                     "links: counts (none 0) and either widths with gbps or gb_s_per_link are needed".into(),
                 );
             }
         } else if self.sockets > 1 {
-            return bad(format!("{} sockets need a [links] table", self.sockets));
+            return bad(
+                "sockets",
+                format!("{} sockets need a [links] table", self.sockets),
+            );
         }
         for (name, r) in &self.ras {
             if !["sparing", "lockstep", "mirroring"].contains(&name.as_str()) {
-                return bad(format!(
-                    "ras.{name}: the RAS modes are sparing, lockstep and mirroring"
-                ));
+                return bad(
+                    &format!("[ras.{name}]"),
+                    format!("ras.{name}: the RAS modes are sparing, lockstep and mirroring"),
+                );
             }
             if r.source.trim().is_empty() {
-                return bad(format!("ras.{name}: say where the rule comes from (source)"));
+                return bad(
+                    &format!("[ras.{name}]"),
+                    format!("ras.{name}: say where the rule comes from (source)"),
+                );
             }
         }
         if self.sources.iter().all(|s| s.trim().is_empty()) {
-            return bad("sources: cite where the figures come from".into());
+            return bad("sources", "sources: cite where the figures come from".into());
         }
-        self.efficiency.validate().map_err(PlanError::Platform)
+        self.efficiency
+            .validate()
+            .map_err(|m| PlanError::platform("[efficiency]", m))
     }
 
     /// GB/s of one channel at `mts` (GB = 10^9 bytes).

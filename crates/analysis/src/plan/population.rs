@@ -244,10 +244,13 @@ fn socketed(p: &Platform, ask: &PopulationAsk, spec: Option<&RasSpec>) -> Result
     let pairs = spec.is_some_and(|s| s.channel_pairs);
     let per_group = p.memory.channels_per_socket / p.memory.groups;
     if pairs && !per_group.is_multiple_of(2) {
-        return Err(PlanError::Platform(format!(
-            "{}: lockstep pairs channels, but a group has {per_group} channels",
-            p.name
-        )));
+        return Err(PlanError::Platform {
+            key: "[ras.lockstep]".into(),
+            message: format!(
+                "{}: lockstep pairs channels, but a group has {per_group} channels",
+                p.name
+            ),
+        });
     }
     let slots = p.memory.channels_per_socket * p.max_dimms_per_channel();
     let mut out = vec![];

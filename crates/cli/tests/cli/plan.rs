@@ -171,7 +171,7 @@ fn a_platform_file_of_ones_own() {
     std::fs::write(&bad, mine.replace("groups = 4", "groups = 5")).unwrap();
     let err = refused(&["plan", "numa", "--platform", bad.to_str().unwrap(), "--nps", "1"]);
     assert!(
-        err.contains("bad.toml: memory: groups = 5 does not divide"),
+        err.contains("bad.toml: line 15: memory: groups = 5 does not divide"),
         "{err}"
     );
 }

@@ -90,7 +90,7 @@ pub fn input(topo: &Topology, devices: &MemoryDevices) -> CheckInput {
         let ch = s.channels.entry(channel).or_default();
         if d.installed {
             ch.push(DimmSeen {
-                gib: d.size_bytes.map(|b| (b >> 30) as u32),
+                mib: d.size_bytes.map(|b| b >> 20),
                 configured_mt_s: d.configured_speed_mt_s,
                 rated_mt_s: d.speed_mt_s,
             });

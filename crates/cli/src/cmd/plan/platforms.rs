@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use memfabric_analysis::plan::Platform;
+use memfabric_analysis::plan::{PlanError, Platform};
 use serde::Serialize;
 
 use crate::cmd::theory::parse_toml;
@@ -58,12 +58,33 @@ fn user_dir() -> Option<PathBuf> {
 fn parse(text: &str, id: &str, origin: String) -> Result<Loaded> {
     let what = format!("platform file {origin}");
     let platform: Platform = parse_toml(text, &what)?;
-    platform.validate().map_err(|e| Usage(format!("{what}: {e}")))?;
+    platform.validate().map_err(|e| {
+        let at = match &e {
+            PlanError::Platform { key, .. } => {
+                line_of(text, key).map_or(String::new(), |l| format!(" line {l}:"))
+            }
+            PlanError::Ask(_) => String::new(),
+        };
+        Usage(format!("{what}:{at} {e}"))
+    })?;
     Ok(Loaded {
         id: id.into(),
         origin,
         platform,
     })
+}
+
+/// The line that sets `key` (`key = ...`) or opens `[key]`, 1-based.
+fn line_of(text: &str, key: &str) -> Option<usize> {
+    let sets = |l: &str| {
+        let l = l.trim_start();
+        if key.starts_with('[') {
+            return l.starts_with(key);
+        }
+        l.strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='))
+    };
+    text.lines().position(sets).map(|i| i + 1)
 }
 
 fn read(path: &Path) -> Result<Loaded> {
