@@ -122,7 +122,10 @@ fn numa_mode(p: &Platform, m: &CheckInput, r: &mut CheckReport) {
 }
 
 fn socket(p: &Platform, s: &SocketSeen, r: &mut CheckReport) {
-    let mut counts: Vec<u32> = s.channels.values().map(|d| d.len() as u32).collect();
+    // Channel order decides the groups: A..H, or 0..11 numerically (not 0, 1, 10, 11, 2).
+    let mut named: Vec<(&String, &Vec<DimmSeen>)> = s.channels.iter().collect();
+    named.sort_by_key(|(name, _)| (name.len(), name.as_str()));
+    let mut counts: Vec<u32> = named.iter().map(|(_, d)| d.len() as u32).collect();
     counts.resize(p.memory.channels_per_socket as usize, 0);
     let dimms: Vec<&DimmSeen> = s.channels.values().flatten().collect();
     let n = dimms.len() as u32;

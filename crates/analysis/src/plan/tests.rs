@@ -57,3 +57,37 @@ fn mode_names() {
     assert_eq!(n.mode_name(0), "node interleaving");
     assert_eq!(n.mode_name(2), "NPS2");
 }
+
+#[test]
+fn numbered_channels_keep_their_numeric_order() {
+    use super::check::{check, CheckInput, DimmSeen, SocketSeen};
+    let p = genoa();
+    let dimm = || DimmSeen {
+        mib: Some(64 * 1024),
+        configured_mt_s: Some(4800),
+        rated_mt_s: Some(4800),
+    };
+    // One DIMM in the first channel of each quadrant (0, 3, 6, 9): near-balanced.
+    let socket = |socket| SocketSeen {
+        socket,
+        channels: (0..12)
+            .map(|c| (c.to_string(), if c % 3 == 0 { vec![dimm()] } else { vec![] }))
+            .collect(),
+    };
+    let m = CheckInput {
+        sockets: 2,
+        numa_nodes: 2,
+        dimms: vec![socket(0), socket(1)],
+        unreadable: None,
+    };
+    let r = check(&p, &m);
+    assert_eq!(r.sockets[0].per_channel, vec![1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0]);
+    assert_eq!(r.sockets[0].class, super::Class::NearBalanced);
+    assert!(
+        r.deviations
+            .iter()
+            .any(|d| d.fix.contains("add 8 DIMM(s) of 64 GiB for 12 per socket")),
+        "{:?}",
+        r.deviations
+    );
+}
