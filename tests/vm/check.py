@@ -1079,6 +1079,23 @@ def _(r):
     expect_eq(len(res["memory_devices"]["dimms"]), len(QEMU_VM), "DIMMs")
 
 
+@command_check("plan-check")
+def _(r):
+    """`plan check` on the live guest: its DIMMs (QEMU_VM: channels A and B, C
+    empty, 1G and 512M) against a 3-channel platform file written in the guest."""
+    expect("rc=1" in r.stderr, f"plan check exits 1 on deviations (stderr: {r.stderr!r})")
+    res = envelope(r, "plan-check")
+    expect_eq(res["numa_mode"], "NPS1", "NUMA mode: 2 nodes with CPUs over 2 sockets")
+    expect_eq([s["per_channel"] for s in res["sockets"]], [[1, 1, 0], [1, 1, 0]], "DIMMs per channel")
+    expect_eq({s["class"] for s in res["sockets"]}, {"near-balanced"}, "class")
+    got = {d["what"]: d["seen"] for d in res["deviations"]}
+    for k in (0, 1):
+        expect_eq(got.get(f"socket {k}: DIMM sizes"), "1 x 0.5 GiB, 1 x 1 GiB", f"socket {k} sizes")
+        expect(f"socket {k}: population" in got, f"socket {k} population deviation ({sorted(got)})")
+    expect(not any(w.endswith("speed") for w in got), f"no speed deviation at 4800 MT/s ({sorted(got)})")
+    expect_eq(res["not_checked"], [], "everything was checked")
+
+
 def firmware_cells(res, what):
     f = res["firmware"]
     expect(f is not None, "firmware figures beside the matrix")
