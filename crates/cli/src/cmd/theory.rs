@@ -101,7 +101,16 @@ pub fn read_machine_file(path: &Path) -> Result<Description> {
     let shown = path.display();
     let text =
         std::fs::read_to_string(path).map_err(|e| Usage(format!("cannot read machine file {shown}: {e}")))?;
-    parse_toml(&text, &format!("machine file {shown}"))
+    parse_toml(&text, &format!("machine file {shown}")).map_err(|e| {
+        if e.to_string().contains("unknown field `nps`") {
+            Usage(format!(
+                "{e} (NUMA modes are planned with `memfabric plan numa --nps N`)"
+            ))
+            .into()
+        } else {
+            e
+        }
+    })
 }
 
 /// TOML text as a `T`; a fault is bad input (exit 2), named as `what:` with

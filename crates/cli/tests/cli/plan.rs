@@ -333,3 +333,19 @@ fn calibration_takes_the_efficiencies_of_a_stored_run() {
         "{err}"
     );
 }
+
+#[test]
+fn theory_sends_an_nps_key_to_plan_numa() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("m.toml");
+    std::fs::write(
+        &file,
+        "name = \"x\"\nchannels_per_socket = 12\nmts = 4800\nnps = 4\n",
+    )
+    .unwrap();
+    let err = refused(&["theory", "--machine", file.to_str().unwrap()]);
+    assert!(
+        err.contains("line 4: unknown field `nps`") && err.contains("memfabric plan numa --nps N"),
+        "{err}"
+    );
+}
