@@ -86,7 +86,7 @@ pub fn render(l: &Loaded, p: &PopulationPlan, explain: bool, all: bool) -> Strin
     );
     let best = &p.candidates[0];
     out += &format!(
-        "Recommended: {}: {} GiB usable of {} installed, {}, {} of {} channels at {} MT/s\n  expected Triad {} GB/s; {:.1} % below every channel populated at {} MT/s ({:.1} GB/s)\n",
+        "Recommended: {}: {} GiB usable of {} installed, {}, {} of {} channels at {} MT/s\n  expected Triad {}; {:.1} % below every channel populated at {} MT/s ({:.1} GB/s)\n",
         describe(l, best),
         trim(best.usable_gib),
         best.installed_gib,
@@ -94,7 +94,9 @@ pub fn render(l: &Loaded, p: &PopulationPlan, explain: bool, all: bool) -> Strin
         best.channels_used,
         l.platform.memory.channels_per_socket,
         best.mt_s,
-        gb(best.expected_triad_gb_s),
+        best
+            .expected_triad_gb_s
+            .map_or("not modelled (see the note)".to_string(), |t| format!("{t:.1} GB/s")),
         best.loss_pct,
         l.platform.memory.mts[0],
         p.best_gb_s
