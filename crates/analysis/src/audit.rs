@@ -10,6 +10,7 @@
 
 pub mod class;
 mod memory;
+pub(crate) use memory::{socket_views, SocketView};
 
 use std::collections::BTreeMap;
 

@@ -12,12 +12,19 @@ use crate::theory::num;
 use super::finding;
 
 /// One socket's slots by channel (board order), empty slots included.
-pub(super) struct SocketView<'a> {
+pub(crate) struct SocketView<'a> {
     pub socket: u32,
     channels: BTreeMap<(usize, String), Vec<&'a Dimm>>,
 }
 
 impl<'a> SocketView<'a> {
+    /// Each channel's name and slots, in board order: A..H, or 0..11 numerically.
+    pub(crate) fn channels(&self) -> impl Iterator<Item = (&str, &[&'a Dimm])> + '_ {
+        self.channels
+            .iter()
+            .map(|((_, name), slots)| (name.as_str(), slots.as_slice()))
+    }
+
     fn channel_names(&self, populated: bool) -> Vec<&str> {
         self.channels
             .iter()
@@ -48,7 +55,7 @@ impl<'a> SocketView<'a> {
 }
 
 /// Sockets as the grouped DIMMs show them.
-pub(super) fn socket_views(devices: &MemoryDevices) -> Vec<SocketView<'_>> {
+pub(crate) fn socket_views(devices: &MemoryDevices) -> Vec<SocketView<'_>> {
     let mut by_socket: BTreeMap<u32, SocketView> = BTreeMap::new();
     for d in &devices.dimms {
         if let (Some(s), Some(ch)) = (d.socket, d.channel.as_ref()) {

@@ -3,10 +3,12 @@
 
 use std::collections::BTreeMap;
 
+use memfabric_topo::{Dimm, MemoryDevices, Topology};
 use serde::Serialize;
 
 use super::population::{classify, layout, trim, Class};
 use super::{Platform, Rule};
+use crate::audit::{socket_views, SocketView};
 
 /// One installed DIMM as the firmware lists it.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,11 +18,12 @@ pub struct DimmSeen {
     pub rated_mt_s: Option<u32>,
 }
 
-/// A socket's channels by name (empty slots count their channel with no DIMM).
+/// A socket's channels by name, in board order (empty slots count their
+/// channel with no DIMM).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SocketSeen {
     pub socket: u32,
-    pub channels: BTreeMap<String, Vec<DimmSeen>>,
+    pub channels: Vec<(String, Vec<DimmSeen>)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -31,6 +34,52 @@ pub struct CheckInput {
     /// tables could not be read.
     pub dimms: Vec<SocketSeen>,
     pub unreadable: Option<String>,
+}
+
+impl CheckInput {
+    /// What the topology and the firmware's DIMM list say: sockets, nodes with
+    /// CPUs, and each socket's channels as the audit groups them.
+    pub fn of(topo: &Topology, devices: &MemoryDevices) -> CheckInput {
+        let mut m = CheckInput {
+            sockets: topo.packages.len().max(1) as u32,
+            numa_nodes: topo.nodes.iter().filter(|n| !n.cpu_less).count().max(1) as u32,
+            ..CheckInput::default()
+        };
+        if devices.dimms.iter().all(|d| !d.installed) {
+            let why = devices.unavailable.clone();
+            m.unreadable = Some(why.unwrap_or_else(|| "the firmware lists no installed DIMM".into()));
+        } else if devices
+            .dimms
+            .iter()
+            .any(|d| d.socket.is_none() || d.channel.is_none())
+        {
+            m.unreadable = Some("the DIMM locators name no socket and channel".into());
+        } else {
+            m.dimms = socket_views(devices).iter().map(seen).collect();
+        }
+        m
+    }
+}
+
+fn seen(v: &SocketView) -> SocketSeen {
+    let installed = |slots: &[&Dimm]| {
+        slots
+            .iter()
+            .filter(|d| d.installed)
+            .map(|d| DimmSeen {
+                mib: d.size_bytes.map(|b| b >> 20),
+                configured_mt_s: d.configured_speed_mt_s,
+                rated_mt_s: d.speed_mt_s,
+            })
+            .collect()
+    };
+    SocketSeen {
+        socket: v.socket,
+        channels: v
+            .channels()
+            .map(|(name, slots)| (name.to_string(), installed(slots)))
+            .collect(),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -122,12 +171,10 @@ fn numa_mode(p: &Platform, m: &CheckInput, r: &mut CheckReport) {
 }
 
 fn socket(p: &Platform, s: &SocketSeen, r: &mut CheckReport) {
-    // Channel order decides the groups: A..H, or 0..11 numerically (not 0, 1, 10, 11, 2).
-    let mut named: Vec<(&String, &Vec<DimmSeen>)> = s.channels.iter().collect();
-    named.sort_by_key(|(name, _)| (name.len(), name.as_str()));
-    let mut counts: Vec<u32> = named.iter().map(|(_, d)| d.len() as u32).collect();
+    // Channel order decides the groups; SocketSeen keeps the board's.
+    let mut counts: Vec<u32> = s.channels.iter().map(|(_, d)| d.len() as u32).collect();
     counts.resize(p.memory.channels_per_socket as usize, 0);
-    let dimms: Vec<&DimmSeen> = s.channels.values().flatten().collect();
+    let dimms: Vec<&DimmSeen> = s.channels.iter().flat_map(|(_, d)| d).collect();
     let n = dimms.len() as u32;
     let class = classify(p.memory.rule, &counts, p.memory.groups);
     let label = format!("socket {}", s.socket);
@@ -200,8 +247,8 @@ fn speeds(p: &Platform, s: &SocketSeen, counts: &[u32], label: &str, r: &mut Che
     };
     let slow: Vec<&DimmSeen> = s
         .channels
-        .values()
-        .flatten()
+        .iter()
+        .flat_map(|(_, d)| d)
         .filter(|d| d.configured_mt_s.is_some_and(|c| c < platform))
         .collect();
     if let Some(d) = slow.first() {

@@ -60,26 +60,33 @@ fn mode_names() {
 
 #[test]
 fn numbered_channels_keep_their_numeric_order() {
-    use super::check::{check, CheckInput, DimmSeen, SocketSeen};
+    use super::check::{check, CheckInput};
     let p = genoa();
-    let dimm = || DimmSeen {
-        mib: Some(64 * 1024),
-        configured_mt_s: Some(4800),
-        rated_mt_s: Some(4800),
+    // Channels named 0..11, as some boards' locators number them; one DIMM in
+    // the first channel of each quadrant (0, 3, 6, 9): near-balanced.
+    let dimm = |socket: u32, channel: u32| -> memfabric_topo::Dimm {
+        let installed = channel.is_multiple_of(3);
+        let size = if installed { 64u64 << 30 } else { 0 };
+        toml::from_str(&format!(
+            "entry = \"17-{socket}-{channel}\"\nhandle = 0\ninstalled = {installed}\nsize_bytes = {size}\ntype_detail = []\nspeed_mt_s = 4800\nconfigured_speed_mt_s = 4800\nsocket = {socket}\nchannel = \"{channel}\"\n"
+        ))
+        .expect("a DIMM")
     };
-    // One DIMM in the first channel of each quadrant (0, 3, 6, 9): near-balanced.
-    let socket = |socket| SocketSeen {
-        socket,
-        channels: (0..12)
-            .map(|c| (c.to_string(), if c % 3 == 0 { vec![dimm()] } else { vec![] }))
+    let devices = memfabric_topo::MemoryDevices {
+        source: Some("smbios".into()),
+        dimms: (0..2)
+            .flat_map(|s| (0..12).map(move |c| (s, c)))
+            .map(|(s, c)| dimm(s, c))
             .collect(),
+        ..memfabric_topo::MemoryDevices::default()
     };
-    let m = CheckInput {
-        sockets: 2,
-        numa_nodes: 2,
-        dimms: vec![socket(0), socket(1)],
-        unreadable: None,
-    };
+    let topo = memfabric_topo::Topology::read(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/snc-2s/sys"
+    )))
+    .expect("fixture");
+    let m = CheckInput::of(&topo, &devices);
+    assert_eq!(m.unreadable, None);
     let r = check(&p, &m);
     assert_eq!(r.sockets[0].per_channel, vec![1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0]);
     assert_eq!(r.sockets[0].class, super::Class::NearBalanced);

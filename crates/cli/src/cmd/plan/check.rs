@@ -1,11 +1,9 @@
 //! `plan check`: this machine's population, DIMM speeds and NUMA mode
 //! against its platform's rules.
 
-use std::collections::BTreeMap;
-
 use anyhow::Result;
-use memfabric_analysis::plan::{check, CheckInput, CheckReport, DimmSeen, SocketSeen};
-use memfabric_topo::{Host, MemoryDevices, Roots, Topology};
+use memfabric_analysis::plan::{check, CheckInput, CheckReport};
+use memfabric_topo::{Host, Roots};
 use serde::Serialize;
 
 use super::platforms::{load, matching, Loaded};
@@ -26,7 +24,7 @@ pub fn run(ctx: &Ctx, a: &CheckArgs) -> Result<Status> {
     let topo = read_topology(&a.source.sysfs)?;
     let devices = memory_devices(&topo, &a.source)?;
     let loaded = platform(a)?;
-    let report = check(&loaded.platform, &input(&topo, &devices));
+    let report = check(&loaded.platform, &CheckInput::of(&topo, &devices));
     if ctx.json {
         let r = CheckResult {
             platform_id: &loaded.id,
@@ -59,45 +57,6 @@ fn platform(a: &CheckArgs) -> Result<Loaded> {
         ))
         .into()
     })
-}
-
-/// What the topology and the firmware's DIMM list say, in the check's terms.
-pub fn input(topo: &Topology, devices: &MemoryDevices) -> CheckInput {
-    let mut m = CheckInput {
-        sockets: topo.packages.len().max(1) as u32,
-        numa_nodes: topo.nodes.iter().filter(|n| !n.cpu_less).count().max(1) as u32,
-        ..CheckInput::default()
-    };
-    if devices.dimms.iter().all(|d| !d.installed) {
-        m.unreadable = Some(
-            devices
-                .unavailable
-                .clone()
-                .unwrap_or_else(|| "the firmware lists no installed DIMM".into()),
-        );
-        return m;
-    }
-    let mut sockets: BTreeMap<u32, SocketSeen> = BTreeMap::new();
-    for d in &devices.dimms {
-        let (Some(socket), Some(channel)) = (d.socket, d.channel.clone()) else {
-            m.unreadable = Some("the DIMM locators name no socket and channel".into());
-            return m;
-        };
-        let s = sockets.entry(socket).or_insert_with(|| SocketSeen {
-            socket,
-            ..SocketSeen::default()
-        });
-        let ch = s.channels.entry(channel).or_default();
-        if d.installed {
-            ch.push(DimmSeen {
-                mib: d.size_bytes.map(|b| b >> 20),
-                configured_mt_s: d.configured_speed_mt_s,
-                rated_mt_s: d.speed_mt_s,
-            });
-        }
-    }
-    m.dimms = sockets.into_values().collect();
-    m
 }
 
 pub fn render(l: &Loaded, r: &CheckReport) -> String {
@@ -143,6 +102,8 @@ pub fn render(l: &Loaded, r: &CheckReport) -> String {
 mod tests {
     use std::path::Path;
 
+    use memfabric_topo::{MemoryDevices, Topology};
+
     use super::*;
 
     fn fixture(sys: &str, smbios: &str) -> (Topology, MemoryDevices) {
@@ -157,7 +118,7 @@ mod tests {
     fn a_mixed_rome_population_gets_its_fixes() {
         let (topo, devices) = fixture("epyc7601-2s/sys", "smbios/ddr4-2s-mixed");
         let l = load("epyc-7002-2s").unwrap();
-        let report = check(&l.platform, &input(&topo, &devices));
+        let report = check(&l.platform, &CheckInput::of(&topo, &devices));
         insta::assert_snapshot!("plan_check_rome_mixed", render(&l, &report));
         assert!(report.deviations.iter().any(|d| d.what == "socket 0: DIMM sizes"));
         assert!(report.deviations.iter().any(|d| d.what.ends_with("speed")));
