@@ -308,6 +308,11 @@ impl Platform {
         f64::from(self.memory.channels_per_socket) * self.channel_gb_s(self.memory.mts[0])
     }
 
+    /// Every socket at its best.
+    pub fn system_peak_gb_s(&self) -> f64 {
+        self.socket_peak_gb_s() * f64::from(self.sockets)
+    }
+
     pub fn max_dimms_per_channel(&self) -> u32 {
         self.memory.mts.len() as u32
     }

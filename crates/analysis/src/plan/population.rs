@@ -10,6 +10,8 @@
 //! channel alike this is `channels x channel GB/s`, the theoretical peak.
 //! The speed is the platform's for the most DIMMs on one channel.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::{DimmOption, PlanError, Platform, RasSpec, Rule};
@@ -112,9 +114,7 @@ pub fn plan_population(p: &Platform, ask: &PopulationAsk) -> Result<PopulationPl
     } else {
         socketed(p, ask, spec)?
     };
-    let best = p.socket_peak_gb_s() * f64::from(p.sockets);
     for c in &mut all {
-        c.loss_pct = (1.0 - c.effective_gb_s / best) * 100.0;
         c.expected_triad_gb_s =
             triad_factor(ask.ras, spec).map(|f| c.effective_gb_s * p.efficiency.triad * f);
         if c.expected_triad_gb_s.is_none() {
@@ -146,7 +146,7 @@ pub fn plan_population(p: &Platform, ask: &PopulationAsk) -> Result<PopulationPl
         ras: ask.ras,
         rule: p.memory.rule.name(),
         rule_text: p.memory.rule.explain(),
-        best_gb_s: best,
+        best_gb_s: p.system_peak_gb_s(),
         triad_efficiency: p.efficiency.triad,
         candidates: reach,
     })
@@ -161,22 +161,12 @@ fn rank(c: &Candidate) -> (f64, Class, u64, u32) {
 /// Per DIMM size, the populations up to twice the capacity asked (at least the
 /// smallest that reaches it): more is another purchase, not an answer.
 fn keep_near(reach: &mut Vec<Candidate>, capacity: f64) {
-    let smallest = |gib: u32, r: &[Candidate]| {
-        r.iter()
-            .filter(|c| c.dimm_gib == gib)
-            .map(|c| c.usable_gib)
-            .fold(f64::INFINITY, f64::min)
-    };
-    let limits: Vec<(u32, f64)> = reach
-        .iter()
-        .map(|c| (c.dimm_gib, smallest(c.dimm_gib, reach).max(2.0 * capacity)))
-        .collect();
-    let mut i = 0;
-    reach.retain(|c| {
-        let keep = c.usable_gib <= limits[i].1 + 1e-9;
-        i += 1;
-        keep
-    });
+    let mut smallest: BTreeMap<u32, f64> = BTreeMap::new();
+    for c in reach.iter() {
+        let least = smallest.entry(c.dimm_gib).or_insert(f64::INFINITY);
+        *least = least.min(c.usable_gib);
+    }
+    reach.retain(|c| c.usable_gib <= smallest[&c.dimm_gib].max(2.0 * capacity) + 1e-9);
 }
 
 fn ras_spec(p: &Platform, ras: Ras) -> Result<Option<&RasSpec>, PlanError> {
@@ -217,7 +207,7 @@ fn soldered(p: &Platform, ask: &PopulationAsk) -> Result<Vec<Candidate>, PlanErr
     }
     let ch = p.memory.channels_per_socket;
     let mts = p.memory.mts[0];
-    let peak = f64::from(ch) * p.channel_gb_s(mts) * f64::from(p.sockets);
+    let peak = p.system_peak_gb_s();
     Ok(p.memory
         .capacities_gib
         .iter()
@@ -232,7 +222,7 @@ fn soldered(p: &Platform, ask: &PopulationAsk) -> Result<Vec<Candidate>, PlanErr
             class: Class::Balanced,
             peak_gb_s: peak,
             effective_gb_s: peak,
-            loss_pct: 0.0,
+            loss_pct: loss_pct(p, peak),
             expected_triad_gb_s: None,
             notes: vec![],
         })
@@ -343,9 +333,12 @@ pub fn population(p: &Platform, d: DimmOption, n: u32) -> Option<Candidate> {
     if n == 0 || n > p.memory.channels_per_socket * p.max_dimms_per_channel() {
         return None;
     }
-    let mut c = candidate(p, d, n, layout(p, n, false), None)?;
-    c.loss_pct = (1.0 - c.effective_gb_s / (p.socket_peak_gb_s() * f64::from(p.sockets))) * 100.0;
-    Some(c)
+    candidate(p, d, n, layout(p, n, false), None)
+}
+
+/// Percent below the platform's best: every channel, one DIMM, top speed.
+fn loss_pct(p: &Platform, effective_gb_s: f64) -> f64 {
+    (1.0 - effective_gb_s / p.system_peak_gb_s()) * 100.0
 }
 
 fn candidate(
@@ -378,6 +371,7 @@ fn candidate(
         }
         _ => installed as f64,
     };
+    let effective = p.channel_gb_s(mts) * f64::from(n) / f64::from(most) * sockets;
     Some(Candidate {
         dimms_per_socket: n,
         dimm_gib: d.gib,
@@ -387,9 +381,9 @@ fn candidate(
         installed_gib: installed,
         usable_gib: usable,
         peak_gb_s: f64::from(used) * p.channel_gb_s(mts) * sockets,
-        effective_gb_s: p.channel_gb_s(mts) * f64::from(n) / f64::from(most) * sockets,
+        effective_gb_s: effective,
         per_channel: counts,
-        loss_pct: 0.0,
+        loss_pct: loss_pct(p, effective),
         expected_triad_gb_s: None,
         notes,
     })
