@@ -149,8 +149,8 @@ fn user_files() -> Vec<PathBuf> {
 /// Every platform known here; a user file that does not read is an error.
 pub fn all() -> Result<Vec<Loaded>> {
     let mut out = vec![];
-    for (id, _) in BUILTIN {
-        out.push(load(id)?);
+    for (id, text) in BUILTIN {
+        out.push(parse(text, id, "built in".into())?);
     }
     for f in user_files() {
         let l = read(&f)?;
