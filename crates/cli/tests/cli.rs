@@ -218,7 +218,20 @@ fn dram_chase_is_in_the_dram_range() {
     let v = json_of(&["latency", "--size", "1G", "--samples", "5", "--sample-ms", "10"]);
     let cell = &v["result"]["cells"][0]["outcome"];
     let median = cell["latency_ns"]["median"].as_f64().unwrap();
-    assert!((30.0..500.0).contains(&median), "DRAM latency {median} ns");
+    // What a DRAM chase must show anywhere: many times an L1 chase taken
+    // in the same test. The absolute figure depends on the host: with 4 KiB
+    // pages every load here also walks the guest's and the host's page
+    // tables, 180-280 ns on a quiet host and 830 ns on a busy shared one, so
+    // the absolute range only rules out figures no memory gives.
+    let l1 = json_of(&["latency", "--size", "16K", "--samples", "5", "--sample-ms", "5"]);
+    let l1_median = l1["result"]["cells"][0]["outcome"]["latency_ns"]["median"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        median > 20.0 * l1_median,
+        "DRAM latency {median} ns is not far above L1's {l1_median} ns"
+    );
+    assert!((30.0..5000.0).contains(&median), "DRAM latency {median} ns");
     assert_eq!(cell["cycle_verified_elements"], (1u64 << 30) / 64);
     assert_eq!(cell["placement"]["pages_sampled"], 4096);
 }
