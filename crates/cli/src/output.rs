@@ -4,7 +4,6 @@
 use std::fmt;
 use std::io::Write;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use memfabric_model::{Envelope, Failures, Figure, Figures, Tool, SCHEMA_VERSION};
@@ -99,10 +98,7 @@ impl Ctx {
             store: None,
             json,
             args: std::env::args().collect(),
-            started_unix_s: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
+            started_unix_s: memfabric_store::now_unix_s(),
             progress: Progress::new(!quiet),
         }
     }

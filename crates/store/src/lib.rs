@@ -132,6 +132,14 @@ pub struct CampaignNode {
     pub updated_unix_s: u64,
 }
 
+/// Seconds since the Unix epoch now (0 on a clock set before 1970): the time
+/// every run, campaign and saved row is stamped with.
+pub fn now_unix_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// What makes two documents the same run: a SHA-256 of the document with its
 /// formatting removed (parsed and written back compactly, keys in order), so a
 /// document pretty-printed or reformatted by another tool still matches itself.

@@ -2,7 +2,7 @@
 //! the schema version in `memfabric_schema`, migrations serialised by an advisory
 //! lock so that many processes starting at once migrate once.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use memfabric_model::Figure;
 use postgres::error::SqlState;
@@ -174,9 +174,7 @@ const SUMMARY: &str = "SELECT r.id, r.started_unix_s, r.host, r.label, r.command
 
 impl Backend for PgStore {
     fn save_all(&mut self, runs: &[NewRun]) -> Result<Vec<Saved>, StoreError> {
-        let saved = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()) as i64;
+        let saved = crate::now_unix_s() as i64;
         let result = (|| {
             let mut tx = self.client.transaction()?;
             let insert_run = tx.prepare(

@@ -130,9 +130,7 @@ impl SqliteStore {
 
 impl Backend for SqliteStore {
     fn save_all(&mut self, runs: &[NewRun]) -> Result<Vec<Saved>, StoreError> {
-        let saved = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let saved = crate::now_unix_s();
         let result = (|| {
             let tx = self
                 .conn

@@ -5,26 +5,20 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use memfabric_model::fleet::FleetReport;
-use memfabric_store::{CampaignNode, Store};
+use memfabric_store::{now_unix_s, CampaignNode, Store};
 use serde::Serialize;
 
 use super::slurm::{quote, Job, Slurm};
 use crate::args::{FleetRunArgs, SuiteArg};
 use crate::output::{print_all, store_location, Ctx, Interrupted, Status, Usage};
 
-fn now_s() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 /// The default campaign name: fleet-YYYYMMDD-HHMMSS (UTC).
 fn default_campaign() -> String {
-    let now = now_s();
+    let now = now_unix_s();
     let date = crate::cmd::runs::date(now); // "YYYY-MM-DD HH:MM UTC"
     let digits: String = date.chars().filter(char::is_ascii_digit).collect();
     format!("fleet-{}-{}{:02}", &digits[..8], &digits[8..12], now % 60)
@@ -99,7 +93,7 @@ impl Run<'_> {
             status: status.into(),
             reason,
             run_id,
-            updated_unix_s: now_s(),
+            updated_unix_s: now_unix_s(),
         })?;
         Ok(())
     }
