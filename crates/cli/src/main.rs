@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{Cli, Command};
-use output::{Ctx, Interrupted, Status, Usage};
+use output::{ClosedStdout, Ctx, Interrupted, Status, Usage};
 
 /// The commands that measure nothing, so have nothing to save.
 fn never_saved(c: &Command) -> Option<&'static str> {
@@ -100,6 +100,8 @@ fn main() -> ExitCode {
             let sig = e.downcast_ref::<Interrupted>().map_or(2, |i| i.0);
             ExitCode::from(128 + sig as u8)
         }
+        // `memfabric ... | head`: the reader has what it wanted.
+        Err(e) if e.chain().any(|c| c.is::<ClosedStdout>()) => ExitCode::from(141),
         Err(e) if e.is::<Usage>() => {
             eprintln!("memfabric: error: {e}");
             ExitCode::from(2)

@@ -42,6 +42,28 @@ impl fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// The reader of stdout went away (`memfabric ... | head`): the command stops
+/// without a message and exits 141, as a process killed by SIGPIPE would.
+#[derive(Debug)]
+pub struct ClosedStdout;
+
+impl fmt::Display for ClosedStdout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("standard output was closed by its reader")
+    }
+}
+
+impl std::error::Error for ClosedStdout {}
+
+/// Writes `text` to stdout and flushes it; a closed pipe is `ClosedStdout`.
+pub fn write_stdout(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(ClosedStdout.into()),
+        r => r.context("writing to stdout"),
+    }
+}
+
 /// How a command ended when it did not return an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -198,9 +220,7 @@ pub fn print_all(text: &str) -> Result<()> {
     if let Some(sig) = memfabric_measure::sys::stop_signal() {
         return Err(Interrupted(sig).into());
     }
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes()).context("writing to stdout")?;
-    out.flush().context("writing to stdout")
+    write_stdout(text)
 }
 
 /// Reads the topology of the machine this process runs on.

@@ -1,17 +1,17 @@
 //! `memfabric monitor`: live memory traffic from the memory controllers' counters,
 //! for a time or over one command's lifetime.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::Mutex;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use memfabric_measure::plan::Machine;
 use memfabric_measure::{MonitorOptions, MonitorTraffic, Observer};
 use memfabric_model::{Failures, Figures, MonitorInterval, MonitorReport, Outcome, Traffic};
 use memfabric_topo::Roots;
 
 use crate::args::MonitorArgs;
-use crate::output::{this_machine, Ctx, Finished, Status};
+use crate::output::{this_machine, write_stdout, ClosedStdout, Ctx, Finished, Status};
 use crate::table::Table;
 
 /// How intervals are shown while sampling.
@@ -27,7 +27,8 @@ enum Show {
 }
 
 /// Shows each interval as it is read; the first write error ends the showing and is
-/// reported when the measurement returns.
+/// reported when the measurement returns. A closed stdout (`monitor | head`) also
+/// stops the monitoring: nobody reads what follows.
 struct Intervals {
     mode: Show,
     error: Mutex<Option<anyhow::Error>>,
@@ -38,6 +39,9 @@ impl Observer for Intervals {
         let mut error = self.error.lock().unwrap_or_else(|e| e.into_inner());
         if error.is_none() {
             *error = show(self.mode, i).err();
+            if error.as_ref().is_some_and(|e| e.is::<ClosedStdout>()) {
+                memfabric_measure::sys::request_stop(libc::SIGPIPE);
+            }
         }
     }
 }
@@ -61,7 +65,7 @@ pub fn run(ctx: &Ctx, a: &MonitorArgs) -> Result<Status> {
         command_stdout_to_stderr: ctx.json || a.csv,
     };
     if mode == Show::Csv {
-        print_now(&format!("{}\n", CSV_HEADER))?;
+        write_stdout(&format!("{}\n", CSV_HEADER))?;
     }
     // Counters count the whole system: no CPU of this process's is measured from.
     let topo = this_machine()?;
@@ -80,7 +84,7 @@ pub fn run(ctx: &Ctx, a: &MonitorArgs) -> Result<Status> {
         return Err(e);
     }
     if let (Show::Lines { tty: true }, Outcome::Ok(_)) = (mode, &report.outcome) {
-        print_now("\n")?;
+        write_stdout("\n")?;
     }
     if mode == Show::Csv {
         if let Outcome::Skipped { reason } = &report.outcome {
@@ -103,22 +107,15 @@ pub fn run(ctx: &Ctx, a: &MonitorArgs) -> Result<Status> {
     Ok(Status::from_failures(!report.failures().is_empty()))
 }
 
-fn print_now(text: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.flush())
-        .context("writing to stdout")
-}
-
 const CSV_HEADER: &str = "interval,start_s,duration_s,channel,socket,read_bytes,write_bytes,total_bytes,read_gb_s,write_gb_s,total_gb_s";
 
 fn show(mode: Show, i: &MonitorInterval) -> Result<()> {
     match mode {
         Show::Quiet => Ok(()),
-        Show::Csv => print_now(&csv_rows(i)),
+        Show::Csv => write_stdout(&csv_rows(i)),
         Show::Lines { tty } => {
             let line = interval_line(i);
-            print_now(&if tty {
+            write_stdout(&if tty {
                 format!("\r\x1b[K{line}")
             } else {
                 format!("{line}\n")

@@ -283,3 +283,40 @@ fn saved_monitor_runs_compare_and_report() {
     );
     assert!(html.contains("Source: resctrl-mbm"));
 }
+
+/// `monitor --csv | head -2`: the monitor stops at the first interval nobody reads
+/// and exits 141 without a message, instead of monitoring on with no reader.
+#[test]
+fn a_closed_stdout_stops_the_monitor() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let sys = format!("{}/sys", fixture("none"));
+    let res = format!("{}/resctrl", fixture("resctrl"));
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("memfabric"))
+        .args(["--quiet", "monitor", "--csv", "--sysfs", &sys, "--resctrl", &res])
+        .args(["--interval", "50ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let header = lines.next().unwrap().unwrap();
+    assert!(header.starts_with("interval,"), "{header}");
+    drop(lines);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("monitor went on for 20 s after its reader left");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(141), "{err}");
+    assert!(err.is_empty(), "{err}");
+}

@@ -129,3 +129,22 @@ fn audit_explain_prints_the_class_rule() {
     let v: serde_json::Value = serde_json::from_slice(&plain.get_output().stdout).unwrap();
     assert!(v["result"].get("class_rule").is_none(), "only with --explain");
 }
+
+/// `memfabric ... | head`: a reader that has gone away ends the command without a
+/// message, exit 141, as a process killed by SIGPIPE would end.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    for args in [&["plan", "platforms"][..], &["topology", "--json"]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("memfabric"))
+            .arg("--quiet")
+            .args(args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}

@@ -8,7 +8,7 @@ mod signal;
 
 pub use mem::{Buffer, MapError};
 pub use perf::PerfCounter;
-pub use signal::{install_stop_handlers, stop_signal};
+pub use signal::{install_stop_handlers, request_stop, stop_signal};
 
 use std::io;
 

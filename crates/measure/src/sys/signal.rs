@@ -31,6 +31,12 @@ pub fn install_stop_handlers() -> io::Result<()> {
     Ok(())
 }
 
+/// Asks the running measurement to stop between samples as if `sig` had come:
+/// for a reason found inside the process, such as stdout's reader going away.
+pub fn request_stop(sig: i32) {
+    STOP_SIGNAL.store(sig, Ordering::SeqCst);
+}
+
 /// The signal that asked to stop, if one did.
 pub fn stop_signal() -> Option<i32> {
     match STOP_SIGNAL.load(Ordering::SeqCst) {
