@@ -7,7 +7,8 @@
 #     recorded as failed with Slurm's reason, node1 and node3 stored;
 #   - a node Slurm reports down is failed without a job; a job past its time limit
 #     is failed with Slurm's reason;
-#   - --retry-failed runs node2 alone and completes the campaign;
+#   - --retry-failed runs node2 alone, with the campaign's suite (asking for the
+#     other one is refused), and completes the campaign;
 #   - SIGINT (Ctrl-C) part-way: the jobs are cancelled (scancel), the node that
 #     finished is kept, the others recorded as cancelled.
 # Every daemon is stopped by the PID it started. Fails, never skips.
@@ -192,10 +193,17 @@ late=$(field "$DIR/limits.json" "d['result']['nodes'][1]['reason']")
 say "down: $down"
 say "time limit: $late"
 
-# 4. node2 comes back; --retry-failed runs it alone.
+# 4. node2 comes back; --retry-failed runs it alone, with the campaign's suite.
 start_slurmd node2
 wait_idle 3
-fleet run --retry-failed acceptance --suite quick --results "$DIR/acceptance" --json >"$DIR/retry.json" 2>"$DIR/retry.log" \
+rc=0
+fleet run --retry-failed acceptance --suite full --dry-run >/dev/null 2>"$DIR/mixed.log" || rc=$?
+[[ $rc == 2 && $(wc -l <"$DIR/mixed.log") == 1 ]] || die "a retry with another suite: exit $rc: $(cat "$DIR/mixed.log")"
+grep -q "campaign acceptance was measured with --suite quick" "$DIR/mixed.log" || die "mixed suites: $(cat "$DIR/mixed.log")"
+fleet run --retry-failed acceptance --dry-run >"$DIR/retry-dry.txt"
+[[ $(grep -c -- "--no-save --quick > " "$DIR/retry-dry.txt") == 1 ]] \
+    || die "the retry does not take the campaign's suite: $(cat "$DIR/retry-dry.txt")"
+fleet run --retry-failed acceptance --results "$DIR/acceptance" --json >"$DIR/retry.json" 2>"$DIR/retry.log" \
     || die "the retry failed: $(cat "$DIR/retry.log")"
 [[ $(grep -c "stored as run" "$DIR/retry.log") == 1 ]] || die "the retry ran other nodes: $(cat "$DIR/retry.log")"
 [[ $(field "$DIR/retry.json" "[n['status'] for n in d['result']['nodes']]") == "['ok', 'ok', 'ok']" ]] \

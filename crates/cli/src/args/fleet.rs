@@ -76,9 +76,10 @@ pub struct FleetRunArgs {
     /// The Slurm partition to submit to
     #[arg(long, value_name = "P")]
     pub partition: Option<String>,
-    /// How much of `memfabric run` each node runs
-    #[arg(long, value_enum, default_value_t = SuiteArg::Full)]
-    pub suite: SuiteArg,
+    /// How much of `memfabric run` each node runs [default: full; with --retry-failed,
+    /// or --campaign naming a campaign with stored runs: that campaign's suite]
+    #[arg(long, value_enum)]
+    pub suite: Option<SuiteArg>,
     /// The campaign's name: letters, digits, '.', '_' and '-' (default: fleet-YYYYMMDD-HHMMSS, UTC)
     #[arg(long, value_name = "ID")]
     pub campaign: Option<String>,

@@ -13,6 +13,7 @@ use memfabric_store::{now_unix_s, CampaignNode, Store};
 use serde::Serialize;
 
 use super::slurm::{quote, Job, Slurm};
+use super::suite;
 use crate::args::{FleetRunArgs, SuiteArg};
 use crate::output::{print_all, store_location, Ctx, Interrupted, Status, Usage};
 
@@ -59,6 +60,8 @@ struct Running {
 #[derive(Serialize)]
 struct Campaign {
     campaign: String,
+    /// `quick` or `full`: what each node ran.
+    suite: &'static str,
     store: String,
     results: String,
     nodes: Vec<CampaignNode>,
@@ -70,6 +73,7 @@ struct Run<'a> {
     slurm: Slurm,
     store: Store,
     campaign: String,
+    suite: SuiteArg,
     results: PathBuf,
     started: Instant,
     total: usize,
@@ -285,13 +289,18 @@ pub fn run(ctx: &Ctx, a: &FleetRunArgs) -> Result<Status> {
         )?)?)
     };
     let (campaign, nodes) = nodes_of(a, &slurm, store.as_ref())?;
+    let stored_suite = match &store {
+        Some(s) => suite::of_campaign(s, &campaign)?,
+        None => None,
+    };
+    let suite = suite::choose(a.suite, &campaign, stored_suite)?;
     let job_name = format!("memfabric-{campaign}");
     let job = Job {
         job_name: &job_name,
         partition: a.partition.as_deref(),
         minutes: a.time,
         memfabric: &memfabric,
-        quick: a.suite == SuiteArg::Quick,
+        quick: suite == SuiteArg::Quick,
     };
     let results = a
         .results
@@ -313,6 +322,7 @@ pub fn run(ctx: &Ctx, a: &FleetRunArgs) -> Result<Status> {
         slurm,
         store,
         campaign,
+        suite,
         results,
         started: Instant::now(),
         total: nodes.len(),
@@ -397,6 +407,7 @@ fn conclude(ctx: &Ctx, a: &FleetRunArgs, run: Run<'_>) -> Result<Status> {
     let outliers = report.as_ref().is_some_and(|r| !r.outliers.is_empty());
     let c = Campaign {
         campaign: run.campaign.clone(),
+        suite: suite::name(run.suite),
         store: run.store.location().to_string(),
         results: run.results.display().to_string(),
         nodes,
@@ -415,8 +426,9 @@ fn conclude(ctx: &Ctx, a: &FleetRunArgs, run: Run<'_>) -> Result<Status> {
 fn text(c: &Campaign) -> String {
     let ok = c.nodes.iter().filter(|n| n.status == "ok").count();
     let mut out = format!(
-        "Campaign {}: {ok} of {} nodes stored a run in {} (documents and Slurm's messages in {})\n",
+        "Campaign {} (suite {}): {ok} of {} nodes stored a run in {} (documents and Slurm's messages in {})\n",
         c.campaign,
+        c.suite,
         c.nodes.len(),
         c.store,
         c.results

@@ -10,6 +10,7 @@ mod campaign;
 pub mod ingest;
 pub mod report;
 mod slurm;
+mod suite;
 
 pub fn run(ctx: &Ctx, a: &FleetArgs) -> Result<Status> {
     match &a.action {
