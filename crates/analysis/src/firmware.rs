@@ -288,6 +288,8 @@ mod tests {
                 latency_ns: Summary::of(&[v]).unwrap(),
                 samples_ns: vec![v],
                 loads_per_sample: 1,
+                samples_retaken: 0,
+                samples_preempted: 0,
                 cycle_verified_elements: 1,
                 placement: Placement {
                     requested_node: m,

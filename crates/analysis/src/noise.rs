@@ -2,7 +2,8 @@
 //! likely causes this machine shows.
 
 use memfabric_model::{
-    BandwidthReport, DomainScalingReport, LatencyReport, LoadedLatencyReport, Noise, Outcome, StreamReport,
+    BandwidthReport, DomainScalingReport, LatencyMeasurement, LatencyReport, LoadedLatencyReport, Noise,
+    Outcome, StreamReport,
 };
 use memfabric_topo::{format_cpulist, Host, Topology};
 
@@ -62,9 +63,41 @@ pub fn likely_causes(cond: &Conditions, topo: &Topology, cpus: &[u32]) -> Vec<St
         causes.push("a virtual machine: other guests share the host's cores and memory".into());
     }
     if causes.is_empty() {
-        causes.push("no cause visible from here; take more or longer samples".into());
+        causes.push(NO_CAUSE.into());
     }
     causes
+}
+
+const NO_CAUSE: &str = "no cause visible from here; take more or longer samples";
+
+/// The noise of a chase: its spread as `assess` judges it, and, whatever the spread,
+/// the samples it kept although its thread lost the CPU (their figures are too high
+/// by the time the thread did not run, which no spread shows when every sample lost
+/// the same share).
+pub fn assess_latency(
+    m: &LatencyMeasurement,
+    threshold: f64,
+    causes: impl FnOnce() -> Vec<String>,
+) -> Option<Noise> {
+    let mut noise = assess(m.latency_ns.cv, threshold, causes);
+    if m.samples_preempted > 0 {
+        let n = noise.get_or_insert_with(|| Noise {
+            cv: m.latency_ns.cv,
+            threshold_cv: threshold,
+            likely_causes: Vec::new(),
+        });
+        n.likely_causes.retain(|c| c != NO_CAUSE);
+        n.likely_causes.insert(
+            0,
+            format!(
+                "the measuring thread lost its CPU (to another task, or to the host of this guest) in {} of {} samples after {} retakes: the figure is too high; free the CPU, or measure on another one",
+                m.samples_preempted,
+                m.samples_ns.len(),
+                m.samples_retaken
+            ),
+        );
+    }
+    noise
 }
 
 fn assess(cv: f64, threshold: f64, causes: impl FnOnce() -> Vec<String>) -> Option<Noise> {
@@ -78,9 +111,7 @@ fn assess(cv: f64, threshold: f64, causes: impl FnOnce() -> Vec<String>) -> Opti
 pub fn annotate_latency(r: &mut LatencyReport, topo: &Topology, cond: &Conditions, threshold: f64) {
     for cell in &mut r.cells {
         if let Outcome::Ok(m) = &mut cell.outcome {
-            m.noise = assess(m.latency_ns.cv, threshold, || {
-                likely_causes(cond, topo, &[cell.cpu])
-            });
+            m.noise = assess_latency(m, threshold, || likely_causes(cond, topo, &[cell.cpu]));
         }
     }
 }
@@ -124,7 +155,7 @@ pub fn annotate_loaded(r: &mut LoadedLatencyReport, topo: &Topology, cond: &Cond
     let outcomes = std::iter::once(&mut r.idle).chain(r.steps.iter_mut().map(|s| &mut s.latency));
     for o in outcomes {
         if let Outcome::Ok(m) = o {
-            m.noise = assess(m.latency_ns.cv, threshold, || likely_causes(cond, topo, &cpus));
+            m.noise = assess_latency(m, threshold, || likely_causes(cond, topo, &cpus));
         }
     }
 }

@@ -24,6 +24,8 @@ mod options;
 mod plan;
 #[path = "cli/postgres.rs"]
 mod postgres;
+#[path = "cli/preempt.rs"]
+mod preempt;
 #[path = "cli/runs.rs"]
 mod runs;
 #[path = "cli/spread.rs"]

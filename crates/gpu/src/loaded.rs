@@ -92,11 +92,11 @@ fn on_cpu(
         let point = match (gap, feed.as_mut()) {
             (Some(g), Some(f)) => loaded_point(dev, plan, &ready, f, g, feeder, obs),
             _ => {
-                let (samples, loads) = ready.sample(plan.samples, plan.sample_time, obs);
+                let taken = ready.sample(plan.samples, plan.sample_time, obs);
                 GpuLoadedPoint {
                     gap_us: None,
                     dma_gb_s: 0.0,
-                    latency: ready.measurement_of(samples, loads),
+                    latency: ready.measurement_of(taken),
                 }
             }
         };
@@ -252,9 +252,9 @@ fn chase_under_load(
         std::thread::sleep(Duration::from_micros(100));
     }
     let (m0, t0) = (moved.load(Ordering::Acquire), Instant::now());
-    let (samples, loads) = ready.sample(plan.samples, plan.sample_time, obs);
+    let taken = ready.sample(plan.samples, plan.sample_time, obs);
     let (m1, secs) = (moved.load(Ordering::Acquire), t0.elapsed().as_secs_f64());
-    Some((gb_per_s(m1 - m0, secs), ready.measurement_of(samples, loads)))
+    Some((gb_per_s(m1 - m0, secs), ready.measurement_of(taken)))
 }
 
 /// The feeder thread: copies, counts, waits `gap_us`, until told to stop.

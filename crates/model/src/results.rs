@@ -180,11 +180,21 @@ pub struct LatencyMeasurement {
     pub samples_ns: Vec<f64>,
     /// Dependent loads timed per sample (calibrated to a sample time from the warm-up).
     pub loads_per_sample: u64,
+    /// Samples taken again because the measuring thread ran for less than 95 % of the
+    /// sample (another task, or the host of a guest, had its CPU): they timed the
+    /// scheduler, not the memory. At most one retake per sample asked for.
+    #[serde(default)]
+    pub samples_retaken: u32,
+    /// Samples kept although the thread lost its CPU in them, once the retakes ran
+    /// out: their figures are too high, and `noise` says so.
+    #[serde(default)]
+    pub samples_preempted: u32,
     /// Elements the validating walk visited before returning to its start: equal to
     /// size_bytes / stride_bytes, so the chase is one cycle through every element.
     pub cycle_verified_elements: u64,
     pub placement: Placement,
-    /// Set when the samples spread more than the noise threshold allows.
+    /// Set when the samples spread more than the noise threshold allows, or when
+    /// samples were kept in which the thread lost its CPU.
     pub noise: Option<Noise>,
 }
 

@@ -141,6 +141,8 @@ mod tests {
                         latency_ns: Summary::of(&[v, v * 1.01, v * 0.99]).unwrap(),
                         samples_ns: vec![v, v * 1.01, v * 0.99],
                         loads_per_sample: 100_000,
+                        samples_retaken: 0,
+                        samples_preempted: 0,
                         cycle_verified_elements: 1 << 22,
                         placement: Placement {
                             requested_node: m,

@@ -196,6 +196,8 @@ mod tests {
             latency_ns: Summary::of(&[ns, ns * 1.02]).unwrap(),
             samples_ns: vec![ns, ns * 1.02],
             loads_per_sample: 4096,
+            samples_retaken: 0,
+            samples_preempted: 0,
             cycle_verified_elements: 1 << 20,
             placement: Placement {
                 requested_node: 0,

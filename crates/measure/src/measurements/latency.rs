@@ -11,6 +11,7 @@ use crate::kernels::{chase, chase_count_cycle, link_chase, Chain};
 use crate::observer::{interrupted, Observer};
 use crate::order::successors;
 use crate::placement::{allocate_verified, pin, Target};
+use crate::sys::thread_cpu_ns;
 
 /// One cell: a CPU (on `cpu_node`) chasing through memory on `mem_node`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,31 +168,73 @@ pub fn prepare_chase(
     })
 }
 
+/// A sample in which the measuring thread ran for less than this share of the wall
+/// time lost its CPU (to another task, or in a guest to the host): it timed the
+/// scheduler as well as the memory.
+pub const MIN_CPU_SHARE: f64 = 0.95;
+
+/// The samples of a chase: ns per load of each, the loads per sample, and how many
+/// were retaken, or kept, although the thread lost its CPU in them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Taken {
+    pub samples_ns: Vec<f64>,
+    pub loads: u64,
+    pub retaken: u32,
+    pub preempted: u32,
+}
+
+/// Whether a sample of `wall_ns` in which the thread ran `cpu_ns` lost its CPU;
+/// without a thread clock nothing can be told, and the sample is kept.
+fn lost_the_cpu(wall_ns: f64, cpu_ns: Option<u64>) -> bool {
+    cpu_ns.is_some_and(|c| (c as f64) < MIN_CPU_SHARE * wall_ns)
+}
+
 impl ReadyChase {
     /// Takes `samples` samples of about `sample_time` each (stopping early if the
-    /// observer cancels); returns ns per load of each, and the loads per sample.
-    pub fn sample(&self, samples: usize, sample_time: Duration, obs: &dyn Observer) -> (Vec<f64>, u64) {
+    /// observer cancels). A sample in which the thread lost its CPU is taken again,
+    /// up to `samples` retakes in all; after that such samples are kept and counted.
+    pub fn sample(&self, samples: usize, sample_time: Duration, obs: &dyn Observer) -> Taken {
         let (loads, mut p) = calibrate(&self.chain, sample_time);
-        let mut samples_ns = Vec::with_capacity(samples);
-        for _ in 0..samples {
-            if obs.cancelled() {
-                break;
-            }
+        let mut taken = Taken {
+            samples_ns: Vec::with_capacity(samples),
+            loads,
+            retaken: 0,
+            preempted: 0,
+        };
+        while taken.samples_ns.len() < samples && !obs.cancelled() {
+            let cpu0 = thread_cpu_ns();
             let t = Instant::now();
             p = chase(&self.chain, p, loads);
-            samples_ns.push(t.elapsed().as_nanos() as f64 / loads as f64);
+            let wall_ns = t.elapsed().as_nanos() as f64;
+            let cpu_ns = thread_cpu_ns().zip(cpu0).map(|(c1, c0)| c1.saturating_sub(c0));
+            if lost_the_cpu(wall_ns, cpu_ns) {
+                if (taken.retaken as usize) < samples {
+                    taken.retaken += 1;
+                    continue;
+                }
+                taken.preempted += 1;
+            }
+            taken.samples_ns.push(wall_ns / loads as f64);
         }
         std::hint::black_box(p);
-        (samples_ns, loads)
+        taken
     }
 
     /// The measurement of these samples, or interrupted if there are none.
-    pub fn measurement_of(&self, samples_ns: Vec<f64>, loads: u64) -> Outcome<LatencyMeasurement> {
+    pub fn measurement_of(&self, taken: Taken) -> Outcome<LatencyMeasurement> {
+        let Taken {
+            samples_ns,
+            loads,
+            retaken,
+            preempted,
+        } = taken;
         match Summary::of(&samples_ns) {
             Some(latency_ns) => Outcome::Ok(LatencyMeasurement {
                 latency_ns,
                 samples_ns,
                 loads_per_sample: loads,
+                samples_retaken: retaken,
+                samples_preempted: preempted,
                 cycle_verified_elements: self.visited,
                 placement: self.placement.clone(),
                 noise: None,
@@ -210,8 +253,8 @@ fn measure_cell(
     let target = Target::of(plan.interleave.as_ref(), spec.mem_node);
     match prepare_chase(spec.cpu, &target, &plan.shape(), obs) {
         Ok(ready) => {
-            let (samples_ns, loads) = ready.sample(plan.samples, plan.sample_time, obs);
-            ready.measurement_of(samples_ns, loads)
+            let taken = ready.sample(plan.samples, plan.sample_time, obs);
+            ready.measurement_of(taken)
         }
         Err(e) => e.outcome(),
     }
@@ -276,5 +319,28 @@ mod tests {
     fn sample_sizing() {
         assert_eq!(loads_per_sample(Duration::from_millis(10), 100.0), 100_000);
         assert_eq!(loads_per_sample(Duration::from_micros(1), 100.0), 4096);
+    }
+
+    #[test]
+    fn a_sample_lost_the_cpu_when_the_thread_ran_under_95_percent_of_it() {
+        assert!(lost_the_cpu(10e6, Some(9_400_000)));
+        assert!(!lost_the_cpu(10e6, Some(9_600_000)));
+        assert!(!lost_the_cpu(10e6, Some(10_000_100)));
+        assert!(
+            !lost_the_cpu(10e6, None),
+            "without a thread clock, keep the sample"
+        );
+    }
+
+    #[test]
+    fn the_thread_clock_runs_while_the_thread_does() {
+        let c0 = thread_cpu_ns().expect("Linux has CLOCK_THREAD_CPUTIME_ID");
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < Duration::from_millis(20) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let ran = thread_cpu_ns().unwrap() - c0;
+        assert!(ran > 1_000_000, "a 20 ms spin ran {ran} ns of CPU time");
     }
 }

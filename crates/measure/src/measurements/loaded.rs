@@ -188,8 +188,7 @@ fn coordinate(plan: &LoadedPlan, control: &Control, spin_ns: f64, obs: &dyn Obse
 }
 
 fn sample(plan: &LoadedPlan, chase: &ReadyChase, obs: &dyn Observer) -> Outcome<LatencyMeasurement> {
-    let (samples_ns, loads) = chase.sample(plan.samples, plan.sample_time, obs);
-    chase.measurement_of(samples_ns, loads)
+    chase.measurement_of(chase.sample(plan.samples, plan.sample_time, obs))
 }
 
 fn total(counters: &[AtomicU64]) -> u64 {

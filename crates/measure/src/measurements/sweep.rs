@@ -15,7 +15,7 @@ use crate::bandwidth::{measure_passes, round_array_bytes, KernelOptions};
 use crate::latency::{prepare_chase, ChaseShape};
 use crate::observer::{interrupted, Observer};
 use crate::team::Member;
-use memfabric_analysis::noise::{likely_causes, Conditions};
+use memfabric_analysis::noise::{assess_latency, likely_causes, Conditions};
 use memfabric_analysis::sweep_levels::{levels, ExpectedLevel};
 
 /// How the bandwidth curve runs: the mix, one member per thread (the measuring CPU
@@ -96,8 +96,8 @@ fn latency_point(plan: &SweepPlan, shape: ChaseShape, size: u64, obs: &dyn Obser
         obs,
     ) {
         Ok(ready) => {
-            let (samples_ns, loads) = ready.sample(plan.samples, plan.sample_time, obs);
-            ready.measurement_of(samples_ns, loads)
+            let taken = ready.sample(plan.samples, plan.sample_time, obs);
+            ready.measurement_of(taken)
         }
         Err(e) => e.outcome(),
     };
@@ -214,7 +214,7 @@ pub fn annotate(r: &mut SweepReport, topo: &Topology, cond: &Conditions, thresho
     };
     for p in &mut r.points {
         if let Some(Outcome::Ok(m)) = p.latency.as_mut().map(|l| &mut l.outcome) {
-            m.noise = flag(m.latency_ns.cv, &chase_cpu);
+            m.noise = assess_latency(m, threshold, || likely_causes(cond, topo, &chase_cpu));
         }
         if let Some(Outcome::Ok(m)) = p.bandwidth.as_mut().map(|b| &mut b.outcome) {
             m.noise = flag(m.bandwidth_gb_s.cv, &bw_cpus);

@@ -76,6 +76,19 @@ pub fn page_nodes(addrs: &[*const u8]) -> io::Result<Vec<i32>> {
     Ok(status)
 }
 
+/// CPU time the calling thread has run, in ns (CLOCK_THREAD_CPUTIME_ID); `None` where
+/// the clock cannot be read. In a KVM guest with steal-time accounting, time the
+/// host gave this vCPU's physical CPU to others is not counted.
+pub fn thread_cpu_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the valid `ts`.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 /// Reads the monotonic clock; std's Instant wraps the same clock, this one is used
 /// to measure the clock's own cost at start-up.
 pub fn monotonic_ns() -> u64 {

@@ -44,6 +44,8 @@ fn point(size: u64, noisy: bool) -> SweepPoint {
         latency_ns: Summary::of(&[ns, ns * 1.01]).unwrap(),
         samples_ns: vec![ns, ns * 1.01],
         loads_per_sample: 4096,
+        samples_retaken: 0,
+        samples_preempted: 0,
         cycle_verified_elements: size / 64,
         placement: placement(),
         noise,
