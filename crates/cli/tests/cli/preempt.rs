@@ -51,7 +51,7 @@ fn samples_that_lost_the_cpu_are_retaken_then_counted() {
     let _turn = measuring();
     let hog = Hog::on(0);
     let out = memfabric()
-        .args(["latency", "--cpu", "0", "--size", "64K", "--samples", "4"])
+        .args(["latency", "--cpu", "0", "--size", "64K", "--samples", "10"])
         .args(["--sample-ms", "20", "--json"])
         .assert()
         .success()
@@ -63,18 +63,19 @@ fn samples_that_lost_the_cpu_are_retaken_then_counted() {
     let m = &v["result"]["cells"][0]["outcome"];
     let retaken = m["samples_retaken"].as_u64().unwrap();
     let kept = m["samples_preempted"].as_u64().unwrap();
-    assert_eq!(m["samples_ns"].as_array().unwrap().len(), 4, "{m}");
-    // Sharing CPU 0 with a spinning thread, a 20 ms sample cannot keep it throughout.
+    assert_eq!(m["samples_ns"].as_array().unwrap().len(), 10, "{m}");
+    // Sharing CPU 0 with a spinning thread, the chase cannot keep it through ten
+    // 20 ms samples: the scheduler's slices are a few ms.
     assert!(
         retaken >= 1,
         "no sample retaken beside a thread spinning on CPU 0: {m}"
     );
-    assert!(retaken <= 4, "more retakes than samples: {m}");
+    assert!(retaken <= 10, "more retakes than samples: {m}");
     if kept > 0 {
         let cause = m["noise"]["likely_causes"][0].as_str().unwrap_or_default();
         assert!(cause.starts_with("the measuring thread lost its CPU"), "{m}");
         assert!(
-            cause.contains(&format!("in {kept} of 4 samples after {retaken} retakes")),
+            cause.contains(&format!("in {kept} of 10 samples after {retaken} retakes")),
             "{m}"
         );
     }
