@@ -9,18 +9,19 @@ use memfabric_store::Store;
 use crate::args::SuiteArg;
 use crate::output::Usage;
 
-/// The suite a stored document was measured with: `run --quick` or `run`; `None`
-/// for a document of another command or one that does not parse.
+/// The suite a stored `run` document records (`result.suite`): `quick`, or the
+/// default one; `None` for another command, a `thorough` run, which fleet run
+/// never submits, or a document that does not parse.
 pub fn of_document(document: &str) -> Option<SuiteArg> {
     let v: serde_json::Value = serde_json::from_str(document).ok()?;
     if v["command"] != "run" {
         return None;
     }
-    let quick = v["args"]
-        .as_array()?
-        .iter()
-        .any(|a| a.as_str() == Some("--quick"));
-    Some(if quick { SuiteArg::Quick } else { SuiteArg::Full })
+    match v["result"]["suite"].as_str()? {
+        "quick" => Some(SuiteArg::Quick),
+        "default" => Some(SuiteArg::Full),
+        _ => None,
+    }
 }
 
 /// The suite of the first run the campaign stored, if it stored one of `run`.
@@ -60,30 +61,16 @@ pub fn choose(asked: Option<SuiteArg>, campaign: &str, stored: Option<SuiteArg>)
 mod tests {
     use super::*;
 
-    fn doc(command: &str, args: &[&str]) -> String {
-        serde_json::json!({"command": command, "args": args, "result": {}}).to_string()
+    fn doc(command: &str, suite: &str) -> String {
+        serde_json::json!({"command": command, "args": [], "result": {"suite": suite}}).to_string()
     }
 
     #[test]
-    fn the_suite_is_read_from_the_run_command_line() {
-        let quick = doc(
-            "run",
-            &[
-                "/opt/memfabric",
-                "--quiet",
-                "run",
-                "--json",
-                "--no-save",
-                "--quick",
-            ],
-        );
-        assert_eq!(of_document(&quick), Some(SuiteArg::Quick));
-        let full = doc("run", &["memfabric", "--quiet", "run", "--json", "--no-save"]);
-        assert_eq!(of_document(&full), Some(SuiteArg::Full));
-        assert_eq!(
-            of_document(&doc("stream", &["memfabric", "stream", "--quick"])),
-            None
-        );
+    fn the_suite_is_the_one_the_run_document_records() {
+        assert_eq!(of_document(&doc("run", "quick")), Some(SuiteArg::Quick));
+        assert_eq!(of_document(&doc("run", "default")), Some(SuiteArg::Full));
+        assert_eq!(of_document(&doc("run", "thorough")), None);
+        assert_eq!(of_document(&doc("stream", "quick")), None);
         assert_eq!(of_document("not json"), None);
     }
 
