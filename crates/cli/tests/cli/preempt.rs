@@ -16,16 +16,11 @@ struct Hog {
 }
 
 impl Hog {
-    fn on(cpu: usize) -> Hog {
+    fn on(cpu: u32) -> Hog {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
-            // SAFETY: a zeroed cpu_set_t with one bit set, passed by reference with its size.
-            unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(cpu, &mut set);
-                assert_eq!(libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set), 0);
-            }
+            memfabric_measure::placement::pin(cpu).expect("the spinning thread pinned");
             while !flag.load(Ordering::Relaxed) {
                 std::hint::spin_loop();
             }
