@@ -16,7 +16,7 @@ mod monitor;
 mod pairs;
 mod plan;
 mod theory;
-pub use fleet::{FleetAction, FleetArgs, FleetReportArgs, FleetRunArgs, IngestArgs, SuiteArg, FLEET_HELP};
+pub use fleet::{FleetAction, FleetArgs, FleetReportArgs, FleetRunArgs, IngestArgs, FLEET_HELP};
 pub use gpu::{directions, GpuArgs, GpuBandwidthArgs, GpuCommand, GpuCopyArgs, GPU_HELP};
 pub use history::{CompareArgs, ExportFormat, ReportArgs, RunRef, RunsAction, RunsArgs};
 pub use interleave::{ConcurrentArg, InterleaveArgs};

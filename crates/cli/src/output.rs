@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use memfabric_model::{Envelope, Failures, Figure, Figures, Tool, SCHEMA_VERSION};
+use memfabric_model::{Document, Envelope, StoredDocument, Tool, SCHEMA_VERSION};
 use memfabric_store::{NewRun, Store};
 use memfabric_topo::{Roots, Topology};
 use serde::Serialize;
@@ -102,14 +102,12 @@ pub struct SaveTo {
     pub label: Option<String>,
 }
 
-/// What a finished command hands over to be saved and printed.
-pub struct Finished<'a, T: Serialize> {
-    pub command: &'a str,
+/// What a finished measurement hands over to be saved and printed: its document,
+/// which names its command, and its text.
+pub struct Finished<'a> {
+    /// The machine it ran on; None for a result read from a saved tree.
     pub topo: Option<&'a Topology>,
-    pub result: &'a T,
-    pub figures: Vec<Figure>,
-    /// One line for `runs list`.
-    pub summary: String,
+    pub document: Document,
     pub text: String,
 }
 
@@ -128,42 +126,55 @@ impl Ctx {
     /// Saves the result when asked (one transaction: all or nothing), then prints it as
     /// JSON or text. A stop signal before this point withholds both. Returns the id of
     /// the saved run, if it was saved.
-    pub fn finish<T: Serialize>(&self, f: Finished<'_, T>) -> Result<Option<i64>> {
+    pub fn finish(&self, f: Finished<'_>) -> Result<Option<i64>> {
         if let Some(sig) = memfabric_measure::sys::stop_signal() {
             return Err(Interrupted(sig).into());
         }
         // One environment for the document and the saved run: reading it measures the
         // clock, which is not worth doing twice.
-        let envelope = self.envelope(f.command, f.topo, f.result);
-        let document = encode(&envelope)?;
+        let envelope = self.envelope(f.document.command(), f.topo, &f.document);
+        let text = encode(&envelope)?;
         let mut saved = None;
         if let Some(to) = &self.save {
             let mut store = Store::open_location(&to.location)?;
-            let platform = envelope.environment.as_ref().and_then(|e| e.platform.as_ref());
-            let id = store.save(&NewRun {
-                started_unix_s: self.started_unix_s,
-                host: envelope.environment.as_ref().and_then(|e| e.hostname.clone()),
-                host_id: platform.and_then(|p| p.host_id.known().cloned()),
-                class_key: platform.map(|p| p.class.key.clone()),
-                label: to.label.clone(),
-                command: f.command.into(),
+            let stored = StoredDocument {
+                schema_version: SCHEMA_VERSION,
                 tool_version: env!("CARGO_PKG_VERSION").into(),
-                summary: f.summary,
-                facts: Some(fleet_facts(&envelope, &f.figures)),
-                doc_hash: memfabric_store::document_hash(&document),
-                document: document.clone(),
-                figures: f.figures,
-                campaign: None,
-            })?;
+                started_unix_s: self.started_unix_s,
+                environment: envelope.environment,
+                document: f.document,
+            };
+            let mut run = NewRun::of(&stored, text.clone(), memfabric_store::document_hash(&text));
+            run.label.clone_from(&to.label);
+            let id = store.save(&run)?;
             eprintln!("memfabric: saved as run {id} in {}", store.location());
             saved = Some(id);
         }
         if self.json {
-            print_all(&document)?;
+            print_all(&text)?;
         } else {
             print_all(&f.text)?;
         }
         Ok(saved)
+    }
+
+    /// Saves and prints a measurement's report; exit status 1 when any of its cells
+    /// failed. `text` renders it, and is called only when text is wanted.
+    pub fn conclude<T: Into<Document>>(
+        &self,
+        topo: &Topology,
+        report: T,
+        text: impl FnOnce(&T) -> String,
+    ) -> Result<Status> {
+        let text = if self.json { String::new() } else { text(&report) };
+        let document = report.into();
+        let failed = !document.failures().is_empty();
+        self.finish(Finished {
+            topo: Some(topo),
+            document,
+            text,
+        })?;
+        Ok(Status::from_failures(failed))
     }
 
     /// Writes the JSON document in one piece, so stdout never holds half a document.
@@ -197,14 +208,6 @@ impl Ctx {
             result,
         }
     }
-}
-
-/// What the fleet report reads of a saved run, as JSON.
-fn fleet_facts<T: Serialize>(envelope: &Envelope<T>, figures: &[Figure]) -> String {
-    let result = serde_json::to_value(&envelope.result).unwrap_or_default();
-    let noise = memfabric_model::fleet::noise_flags(&result);
-    let facts = memfabric_model::fleet::FleetFacts::of(envelope.environment.as_ref(), figures, noise);
-    serde_json::to_string(&facts).expect("facts encode")
 }
 
 /// A JSON document as printed: pretty, ending in a newline.
@@ -253,70 +256,4 @@ pub fn store_location(store: Option<&str>, db: Option<&Path>) -> Result<String, 
             "no place for the run database: set --store, --db, MEMFABRIC_STORE, MEMFABRIC_DB or HOME".into(),
         )
     })
-}
-
-/// One line for `runs list`: per metric, how many figures and their range.
-pub fn summarize(command: &str, figures: &[Figure]) -> String {
-    let mut metrics: Vec<&str> = figures.iter().map(|f| f.metric.as_str()).collect();
-    metrics.dedup();
-    let mut seen = Vec::new();
-    for m in metrics {
-        if seen.contains(&m) {
-            continue;
-        }
-        seen.push(m);
-    }
-    let parts: Vec<String> = seen
-        .iter()
-        .map(|m| {
-            let v: Vec<&Figure> = figures.iter().filter(|f| f.metric == *m).collect();
-            let lo = v.iter().map(|f| f.value).fold(f64::INFINITY, f64::min);
-            let hi = v.iter().map(|f| f.value).fold(f64::NEG_INFINITY, f64::max);
-            let unit = v[0].unit();
-            if v.len() == 1 {
-                format!("{m} {lo:.1} {unit}")
-            } else {
-                format!("{} x {m} {lo:.1}-{hi:.1} {unit}", v.len())
-            }
-        })
-        .collect();
-    if parts.is_empty() {
-        format!("{command}: no figures")
-    } else {
-        format!("{command}: {}", parts.join("; "))
-    }
-}
-
-impl Ctx {
-    /// Saves and prints a measurement's report; exit status 1 when any of its cells
-    /// failed.
-    pub fn conclude<T: Serialize + Figures + Failures>(
-        &self,
-        command: &str,
-        topo: &Topology,
-        report: &T,
-        text: impl FnOnce() -> String,
-    ) -> Result<Status> {
-        self.finish_report(command, topo, report, text)?;
-        Ok(Status::from_failures(!report.failures().is_empty()))
-    }
-
-    /// `finish` for a result that flattens into figures.
-    pub fn finish_report<T: Serialize + Figures>(
-        &self,
-        command: &str,
-        topo: &Topology,
-        result: &T,
-        text: impl FnOnce() -> String,
-    ) -> Result<Option<i64>> {
-        let figures = result.figures();
-        self.finish(Finished {
-            command,
-            topo: Some(topo),
-            result,
-            summary: summarize(command, &figures),
-            figures,
-            text: if self.json { String::new() } else { text() },
-        })
-    }
 }

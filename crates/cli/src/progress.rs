@@ -16,12 +16,6 @@ impl Progress {
             enabled,
         }
     }
-
-    /// Whether progress is wanted (not --quiet); lines may be printed even where no
-    /// bar is drawn (stderr not a terminal), e.g. a long campaign's log.
-    pub fn enabled(&self) -> bool {
-        self.enabled
-    }
 }
 
 impl Observer for Progress {
@@ -55,5 +49,48 @@ impl Observer for Progress {
         if let Some(bar) = self.bar.lock().expect("progress lock").take() {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// The fleet's work drawn as the measurements' is; a campaign's counts as one line
+/// each, since a campaign outlasts a terminal session's attention and its log is read
+/// later.
+impl memfabric_fleet::Observer for Progress {
+    fn note(&self, line: &str) {
+        eprintln!("memfabric: {line}");
+    }
+
+    fn begin(&self, what: &str, total: u64) {
+        Observer::begin(self, what, total);
+    }
+
+    fn advance(&self, label: &str) {
+        Observer::advance(self, label);
+    }
+
+    fn finish(&self) {
+        Observer::finish(self);
+    }
+
+    fn campaign(&self, p: &memfabric_fleet::CampaignProgress) {
+        if !self.enabled {
+            return;
+        }
+        let left = p
+            .left_s
+            .map_or("unknown".to_string(), |s| format!("about {s:.0} s"));
+        let news = if p.news.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", p.news)
+        };
+        eprintln!(
+            "[fleet {}] {}/{} done ({} failed), {} running, {} waiting; {:.0} s elapsed, {left} left{news}",
+            p.campaign, p.done, p.total, p.failed, p.running, p.waiting, p.elapsed_s
+        );
+    }
+
+    fn stop_signal(&self) -> Option<i32> {
+        memfabric_measure::sys::stop_signal()
     }
 }

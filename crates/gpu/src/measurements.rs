@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use memfabric_measure::latency::ChaseShape;
 use memfabric_measure::plan::{Machine, PlanError};
-use memfabric_measure::registry::{self, Entry};
 use memfabric_measure::{Measurement, Observer};
 use memfabric_model::{
     CopyDirection, CopyEngine, GpuBandwidthReport, GpuCopyReport, GpuHostLatencyReport, GpuInfoReport,
@@ -62,7 +61,6 @@ fn positive(what: &str, n: usize) -> Result<(), PlanError> {
 pub struct Info;
 
 impl Measurement for Info {
-    const ENTRY: Entry = registry::GPU;
     type Options = OnGpu<()>;
     type Plan = OnGpu<()>;
     type Report = GpuInfoReport;
@@ -88,7 +86,6 @@ impl Measurement for Info {
 pub struct Bandwidth;
 
 impl Measurement for Bandwidth {
-    const ENTRY: Entry = registry::GPU;
     type Options = OnGpu<bandwidth::GpuBandwidthPlan>;
     type Plan = OnGpu<bandwidth::GpuBandwidthPlan>;
     type Report = GpuBandwidthReport;
@@ -147,7 +144,6 @@ impl Measurement for Bandwidth {
 pub struct Latency;
 
 impl Measurement for Latency {
-    const ENTRY: Entry = registry::GPU;
     type Options = OnGpu<latency::GpuLatencyPlan>;
     type Plan = OnGpu<latency::GpuLatencyPlan>;
     type Report = GpuLatencyReport;
@@ -194,7 +190,6 @@ pub struct CopyOptions {
 pub struct Copy;
 
 impl Measurement for Copy {
-    const ENTRY: Entry = registry::GPU;
     type Options = OnGpu<CopyOptions>;
     type Plan = OnGpu<copy::GpuCopyPlan>;
     type Report = GpuCopyReport;
@@ -242,7 +237,6 @@ pub struct HostLatencyOptions {
 pub struct HostLatency;
 
 impl Measurement for HostLatency {
-    const ENTRY: Entry = registry::GPU;
     type Options = OnGpu<HostLatencyOptions>;
     type Plan = OnGpu<host_latency::GpuHostLatencyPlan>;
     type Report = GpuHostLatencyReport;
@@ -281,27 +275,25 @@ impl Measurement for HostLatency {
 /// CPU until then).
 #[derive(Debug, Clone)]
 pub struct Placed<T> {
-    pub options: T,
+    pub target: Target,
     pub node: Option<u32>,
     pub cpu: Option<u32>,
+    pub options: T,
 }
 
 /// A placed plan: the node and CPU resolved before the GPU is opened, and the
 /// machine's nodes and allowed CPUs, to resolve the GPU's own node against.
 pub struct Resolved<T> {
-    pub target: Target,
     pub placed: Placed<T>,
     pub chosen: (u32, u32),
     machine: (memfabric_topo::Topology, Vec<u32>, memfabric_topo::Roots),
 }
 
 impl<T: Clone> Resolved<T> {
-    fn new(m: &Machine, o: &OnGpu<Placed<T>>) -> Result<Resolved<T>, PlanError> {
-        let p = &o.options;
+    fn new(m: &Machine, o: &Placed<T>) -> Result<Resolved<T>, PlanError> {
         Ok(Resolved {
-            target: o.target.clone(),
-            placed: p.clone(),
-            chosen: m.node_and_cpu(p.node.unwrap_or(0), p.cpu)?,
+            placed: o.clone(),
+            chosen: m.node_and_cpu(o.node.unwrap_or(0), o.cpu)?,
             machine: (m.topo.clone(), m.allowed_cpus.clone(), m.roots.clone()),
         })
     }
@@ -322,7 +314,7 @@ impl<T: Clone> Resolved<T> {
         measure: impl FnOnce(&Gpu, u32, u32) -> Result<Outcome<R>, GpuError>,
     ) -> ((u32, u32), Option<GpuRecord>, Outcome<R>) {
         let mut chosen = self.chosen;
-        let (gpu, outcome) = self.target.with(|g| {
+        let (gpu, outcome) = self.placed.target.with(|g| {
             if let (None, Some(own)) = (self.placed.node, g.info.numa_node) {
                 let m = Machine {
                     topo: &self.machine.0,
@@ -357,13 +349,12 @@ pub struct LoadedOptions {
 pub struct LoadedLatency;
 
 impl Measurement for LoadedLatency {
-    const ENTRY: Entry = registry::GPU;
-    type Options = OnGpu<Placed<LoadedOptions>>;
+    type Options = Placed<LoadedOptions>;
     type Plan = Resolved<LoadedOptions>;
     type Report = GpuLoadedLatencyReport;
 
     fn plan(m: &Machine, o: &Self::Options) -> Result<Self::Plan, PlanError> {
-        positive("--samples", o.options.options.samples)?;
+        positive("--samples", o.options.samples)?;
         let mut r = Resolved::new(m, o)?;
         let a = &mut r.placed.options;
         a.chase_bytes = Some(a.chase_bytes.unwrap_or_else(|| m.default_bytes()));
@@ -425,13 +416,12 @@ pub struct InjectionOptions {
 pub struct Injection;
 
 impl Measurement for Injection {
-    const ENTRY: Entry = registry::GPU;
-    type Options = OnGpu<Placed<InjectionOptions>>;
+    type Options = Placed<InjectionOptions>;
     type Plan = Resolved<InjectionOptions>;
     type Report = GpuInjectionReport;
 
     fn plan(m: &Machine, o: &Self::Options) -> Result<Self::Plan, PlanError> {
-        let a = &o.options.options;
+        let a = &o.options;
         positive("--samples", a.samples)?;
         if a.buffer_bytes < 4096 || !a.buffer_bytes.is_multiple_of(64) {
             return Err(bad("--size must be a multiple of 64 bytes, at least 4K"));

@@ -14,12 +14,9 @@ use memfabric_model::{Document, Failures, Figures};
 use serde::Serialize;
 
 use crate::plan::{Machine, PlanError, Selection};
-use crate::registry::Entry;
 use crate::Observer;
 
 pub trait Measurement {
-    /// Its row in the registry: the command, `--help` line and what it reports.
-    const ENTRY: Entry;
     /// What the user asked, syntax already checked, not yet held against the machine.
     type Options;
     /// The options resolved against the machine: ready to run.

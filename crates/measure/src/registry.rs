@@ -1,4 +1,6 @@
-//! The one table of measurements: it drives dispatch, `--help` and `memfabric list`.
+//! The one table of the commands that measure or describe the machine: each
+//! subcommand's `--help` line and `memfabric list` are read from it, so the two
+//! never disagree.
 
 /// A measurement the tool offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::results::{Noise, Outcome, Placement};
+use crate::common::{Noise, Outcome, Placement};
 use crate::stats::Summary;
 use crate::units::{parse_size, SizeError};
 

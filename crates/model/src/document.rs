@@ -4,10 +4,12 @@
 //! is an error that says which and why, never a result with parts missing.
 
 use serde::de::DeserializeOwned;
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 use thiserror::Error;
 
 use crate::failures::{Failure, Failures};
+use crate::noise::Noises;
 use crate::suite::RunReport;
 use crate::{
     BandwidthReport, C2cReport, ConcurrentReport, DomainScalingReport, Environment, Figure, Figures,
@@ -57,6 +59,10 @@ pub enum DocumentError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredDocument {
     pub schema_version: u32,
+    /// The memfabric that wrote it (`tool.version`; "unknown" where absent).
+    pub tool_version: String,
+    /// When it was measured (`started_unix_s`; 0 where absent).
+    pub started_unix_s: u64,
     pub environment: Option<Environment>,
     pub document: Document,
 }
@@ -97,6 +103,8 @@ impl StoredDocument {
         let document = Document::from_result(&command, v["result"].take())?;
         Ok(StoredDocument {
             schema_version: found,
+            tool_version: v["tool"]["version"].as_str().unwrap_or("unknown").to_string(),
+            started_unix_s: v["started_unix_s"].as_u64().unwrap_or(0),
             environment,
             document,
         })
@@ -109,13 +117,11 @@ impl Document {
         let c = command;
         Ok(match command {
             "latency" => Document::Latency(typed(c, result)?),
-            // --per-domain is the shape with domains measured alone.
-            "bandwidth" if result.get("alone").is_some() => Document::BandwidthDomains(typed(c, result)?),
-            // --concurrent is the shape with streams run together.
-            "bandwidth" if result.get("pattern").is_some() => {
-                Document::BandwidthConcurrent(typed(c, result)?)
-            }
-            "bandwidth" => Document::Bandwidth(typed(c, result)?),
+            "bandwidth" => match BandwidthShape::of(&result)? {
+                BandwidthShape::Cells => Document::Bandwidth(typed(c, result)?),
+                BandwidthShape::PerDomain => Document::BandwidthDomains(typed(c, result)?),
+                BandwidthShape::Concurrent => Document::BandwidthConcurrent(typed(c, result)?),
+            },
             "stream" => Document::Stream(typed(c, result)?),
             "loaded-latency" => Document::LoadedLatency(typed(c, result)?),
             "c2c" => Document::C2c(typed(c, result)?),
@@ -185,6 +191,109 @@ impl Document {
     pub fn failures(&self) -> Vec<Failure> {
         self.inner().failures()
     }
+
+    /// One line per measurement the noise guard flagged ([`crate::Noise::flag`]).
+    pub fn noise_flags(&self) -> Vec<String> {
+        self.inner()
+            .noises()
+            .into_iter()
+            .map(crate::Noise::flag)
+            .collect()
+    }
+
+    /// One line for `runs list`: what the run found.
+    pub fn summary(&self) -> String {
+        match self {
+            Document::Monitor(m) => m.summary(),
+            d => crate::figures::summarize(d.command(), &d.figures()),
+        }
+    }
+
+    /// The shape of a `bandwidth` document; None for other commands.
+    pub fn bandwidth_shape(&self) -> Option<BandwidthShape> {
+        match self {
+            Document::Bandwidth(_) => Some(BandwidthShape::Cells),
+            Document::BandwidthDomains(_) => Some(BandwidthShape::PerDomain),
+            Document::BandwidthConcurrent(_) => Some(BandwidthShape::Concurrent),
+            _ => None,
+        }
+    }
+}
+
+/// The three results of `memfabric bandwidth`, told apart by the `shape` field of
+/// their JSON result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BandwidthShape {
+    /// Cells of mixes x (CPU node, memory node) x threads.
+    Cells,
+    /// `--per-domain`: L3 domains alone and together.
+    PerDomain,
+    /// `--concurrent`: streams run at once.
+    Concurrent,
+}
+
+impl BandwidthShape {
+    /// The shape a result names; a result without the field was written by memfabric
+    /// before 0.5, whose shapes are told apart by the one key each has of its own.
+    fn of(result: &Value) -> Result<BandwidthShape, DocumentError> {
+        match result.get("shape") {
+            Some(v) => serde_json::from_value(v.clone()).map_err(|e| DocumentError::Unparsable {
+                command: "bandwidth".into(),
+                reason: format!("shape: {e}"),
+            }),
+            None if result.get("alone").is_some() => Ok(BandwidthShape::PerDomain),
+            None if result.get("pattern").is_some() => Ok(BandwidthShape::Concurrent),
+            None => Ok(BandwidthShape::Cells),
+        }
+    }
+}
+
+/// A bandwidth result with its shape first, as the document is written.
+#[derive(Serialize)]
+struct Shaped<'a, T: Serialize> {
+    shape: BandwidthShape,
+    #[serde(flatten)]
+    result: &'a T,
+}
+
+/// A document serialises as its result alone: what the JSON document holds under
+/// "result" (a bandwidth result with its `shape`).
+impl Serialize for Document {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use BandwidthShape::{Cells, Concurrent, PerDomain};
+        match self {
+            Document::Latency(r) => r.serialize(s),
+            Document::Bandwidth(r) => Shaped {
+                shape: Cells,
+                result: r,
+            }
+            .serialize(s),
+            Document::BandwidthDomains(r) => Shaped {
+                shape: PerDomain,
+                result: r,
+            }
+            .serialize(s),
+            Document::BandwidthConcurrent(r) => Shaped {
+                shape: Concurrent,
+                result: r,
+            }
+            .serialize(s),
+            Document::Stream(r) => r.serialize(s),
+            Document::LoadedLatency(r) => r.serialize(s),
+            Document::C2c(r) => r.serialize(s),
+            Document::Sweep(r) => r.serialize(s),
+            Document::Monitor(r) => r.serialize(s),
+            Document::GpuInfo(r) => r.serialize(s),
+            Document::GpuBandwidth(r) => r.serialize(s),
+            Document::GpuLatency(r) => r.serialize(s),
+            Document::GpuCopy(r) => r.serialize(s),
+            Document::GpuHostLatency(r) => r.serialize(s),
+            Document::GpuLoadedLatency(r) => r.serialize(s),
+            Document::GpuInjection(r) => r.serialize(s),
+            Document::Run(r) => r.serialize(s),
+        }
+    }
 }
 
 macro_rules! into_document {
@@ -223,9 +332,9 @@ impl From<RunReport> for Document {
 }
 
 /// What every result answers, whatever its kind.
-trait Result_: Figures + Failures {}
+trait Result_: Figures + Failures + Noises {}
 
-impl<T: Figures + Failures> Result_ for T {}
+impl<T: Figures + Failures + Noises> Result_ for T {}
 
 #[cfg(test)]
 mod tests {

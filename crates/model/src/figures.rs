@@ -252,6 +252,38 @@ impl Figures for C2cReport {
     }
 }
 
+/// One line for `runs list`: per metric, how many figures and their range.
+pub fn summarize(command: &str, figures: &[Figure]) -> String {
+    let mut metrics: Vec<&str> = figures.iter().map(|f| f.metric.as_str()).collect();
+    metrics.dedup();
+    let mut seen = Vec::new();
+    for m in metrics {
+        if seen.contains(&m) {
+            continue;
+        }
+        seen.push(m);
+    }
+    let parts: Vec<String> = seen
+        .iter()
+        .map(|m| {
+            let v: Vec<&Figure> = figures.iter().filter(|f| f.metric == *m).collect();
+            let lo = v.iter().map(|f| f.value).fold(f64::INFINITY, f64::min);
+            let hi = v.iter().map(|f| f.value).fold(f64::NEG_INFINITY, f64::max);
+            let unit = v[0].unit();
+            if v.len() == 1 {
+                format!("{m} {lo:.1} {unit}")
+            } else {
+                format!("{} x {m} {lo:.1}-{hi:.1} {unit}", v.len())
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        format!("{command}: no figures")
+    } else {
+        format!("{command}: {}", parts.join("; "))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

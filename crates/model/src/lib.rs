@@ -5,7 +5,9 @@
 
 #![forbid(unsafe_code)]
 
+pub mod bandwidth;
 pub mod c2c;
+pub mod common;
 pub mod concurrent;
 pub mod document;
 pub mod failures;
@@ -14,10 +16,13 @@ pub mod fleet;
 pub mod gpu;
 mod gpu_figures;
 pub mod interleave;
+pub mod latency;
+pub mod loaded;
 pub mod mix;
 pub mod monitor;
-pub mod results;
+pub mod noise;
 pub mod stats;
+pub mod stream;
 pub mod study;
 pub mod suite;
 pub mod sweep;
@@ -25,25 +30,30 @@ pub mod theory;
 pub mod tiers;
 pub mod units;
 
+pub use bandwidth::*;
 pub use c2c::*;
+pub use common::*;
 pub use concurrent::{
     link_flows, overlap_pct, ConcurrentMeasurement, ConcurrentPattern, ConcurrentReport,
     ConcurrentStreamSpec, LinkFlow, StreamRate,
 };
-pub use document::{Document, DocumentError, StoredDocument};
+pub use document::{BandwidthShape, Document, DocumentError, StoredDocument};
 pub use failures::{Failure, Failures};
-pub use figures::{Figure, Figures};
+pub use figures::{summarize, Figure, Figures};
 pub use gpu::*;
 pub use interleave::{Interleave, InterleaveShares};
+pub use latency::*;
+pub use loaded::*;
 pub use mix::{Mix, UnknownMix};
 pub use monitor::{
     CommandRun, DramCounting, DramTraffic, MonitorInterval, MonitorMeasurement, MonitorReport, SourceStatus,
     Traffic,
 };
-pub use results::*;
+pub use noise::Noises;
 pub use stats::Summary;
+pub use stream::*;
 pub use study::{study, Study, StudyRow, StudyRun};
-pub use suite::{Cell, RunReport};
+pub use suite::{Cell, RunReport, Suite};
 pub use sweep::{
     bandwidth_curve, latency_curve, Boundary, LevelComparison, Plateau, SweepBandwidthPoint,
     SweepBandwidthSetup, SweepLatencyPoint, SweepLatencySetup, SweepLevels, SweepPoint, SweepReport,

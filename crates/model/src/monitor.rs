@@ -229,3 +229,19 @@ impl crate::Figures for MonitorReport {
         out
     }
 }
+
+impl MonitorReport {
+    /// One line for `runs list`: the source and the traffic it counted.
+    pub fn summary(&self) -> String {
+        match &self.outcome {
+            Outcome::Ok(m) => format!(
+                "monitor: {} {:.1} GB over {:.1} s ({:.2} GB/s)",
+                self.source.as_deref().unwrap_or("?"),
+                m.total.system.total_bytes as f64 * 1e-9,
+                m.total.duration_s,
+                m.total.system.total_gb_s
+            ),
+            _ => "monitor: skipped".into(),
+        }
+    }
+}

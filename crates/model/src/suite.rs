@@ -12,6 +12,50 @@ use crate::{
     LatencyReport, LoadedLatencyReport, StreamReport, SweepReport,
 };
 
+/// How much of the suite a run measures: `run --quick`, `run`, `run --thorough`.
+/// The one spelling of a suite everywhere: the run document (`result.suite`), the
+/// command line of `run`, and what `fleet run --suite` submits to every node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Suite {
+    /// Buffer sizes still past most L3s, few samples: a first look.
+    Quick,
+    /// `run` without a flag.
+    Default,
+    /// Each command's own defaults, which follow the machine's cache sizes.
+    Thorough,
+}
+
+impl Suite {
+    pub const ALL: [Suite; 3] = [Suite::Quick, Suite::Default, Suite::Thorough];
+
+    /// As the run document records it: quick, default or thorough.
+    pub fn name(self) -> &'static str {
+        match self {
+            Suite::Quick => "quick",
+            Suite::Default => "default",
+            Suite::Thorough => "thorough",
+        }
+    }
+
+    /// As `fleet run --suite` calls it: quick, full (the default suite) or thorough.
+    pub fn fleet_name(self) -> &'static str {
+        match self {
+            Suite::Default => "full",
+            s => s.name(),
+        }
+    }
+
+    /// The flag of `memfabric run` that selects it; none for the default suite.
+    pub fn run_flag(self) -> Option<&'static str> {
+        match self {
+            Suite::Quick => Some("--quick"),
+            Suite::Default => None,
+            Suite::Thorough => Some("--thorough"),
+        }
+    }
+}
+
 /// One measurement of the suite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cell {
@@ -100,8 +144,7 @@ impl Cell {
 /// What `run` reports: the topology, then one result per cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
-    /// quick, default or thorough.
-    pub suite: String,
+    pub suite: Suite,
     /// The command line of each step, as a user would type it.
     pub steps: Vec<String>,
     pub topology: Topology,
@@ -132,7 +175,7 @@ pub struct WrongDocument {
 impl RunReport {
     /// Assembles the report from one document per cell, in any order.
     pub fn assemble(
-        suite: String,
+        suite: Suite,
         steps: Vec<String>,
         topology: Topology,
         mut parts: Vec<(Cell, Document)>,

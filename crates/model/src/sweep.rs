@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::{BandwidthMeasurement, HugePages, LatencyMeasurement, MixInfo, Outcome, Pattern};
+use crate::{BandwidthMeasurement, HugePages, LatencyMeasurement, MixInfo, Outcome, Pattern};
 
 /// One sweep: a grid of sizes from `min_bytes` to `max_bytes`, `points_per_octave`
 /// sizes per doubling, each measured by latency, bandwidth or both.

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::Outcome;
+use crate::common::Outcome;
 
 /// `memfabric theory`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

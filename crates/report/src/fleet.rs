@@ -42,7 +42,7 @@ pub fn render_fleet(r: &FleetReport, title: &str) -> String {
                 format!(
                     "<li>{} ({}): {}</li>",
                     esc(&m.node),
-                    esc(&m.status),
+                    esc(m.status.name()),
                     esc(m.reason.as_deref().unwrap_or("no reason recorded"))
                 )
             })

@@ -14,7 +14,9 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use memfabric_model::Figure;
+use memfabric_model::fleet::FleetFacts;
+pub use memfabric_model::fleet::NodeStatus;
+use memfabric_model::{Figure, StoredDocument};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -87,6 +89,34 @@ pub struct NewRun {
     pub facts: Option<String>,
 }
 
+impl NewRun {
+    /// The row stored for a run document: the one place a stored run's columns,
+    /// summary, figures and fleet facts are derived from it, for `--save` and for
+    /// `fleet ingest` alike. `text` is the document as printed or received;
+    /// `doc_hash` its [`document_hash`] (or [`value_hash`]).
+    pub fn of(doc: &StoredDocument, text: String, doc_hash: String) -> NewRun {
+        let env = doc.environment.as_ref();
+        let platform = env.and_then(|e| e.platform.as_ref());
+        let figures = doc.document.figures();
+        let facts = FleetFacts::of(env, &figures, doc.document.noise_flags());
+        NewRun {
+            started_unix_s: doc.started_unix_s,
+            host: env.and_then(|e| e.hostname.clone()),
+            host_id: platform.and_then(|p| p.host_id.known().cloned()),
+            class_key: platform.map(|p| p.class.key.clone()),
+            label: None,
+            command: doc.document.command().into(),
+            tool_version: doc.tool_version.clone(),
+            summary: doc.document.summary(),
+            document: text,
+            doc_hash,
+            figures,
+            campaign: None,
+            facts: Some(serde_json::to_string(&facts).expect("facts encode")),
+        }
+    }
+}
+
 /// What saving a run did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Saved {
@@ -123,8 +153,7 @@ pub struct CampaignNode {
     pub campaign: String,
     /// The scheduler's name for it (Slurm's node name).
     pub node: String,
-    /// `running`, `ok`, `failed` or `cancelled`.
-    pub status: String,
+    pub status: NodeStatus,
     /// Why it failed or was cancelled.
     pub reason: Option<String>,
     /// The run it stored, when it did.

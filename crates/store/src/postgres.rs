@@ -9,7 +9,7 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 
 use crate::migrate::{LATEST_VERSION, STEPS};
-use crate::{Backend, CampaignNode, FleetRow, NewRun, RunSummary, Saved, StoreError};
+use crate::{Backend, CampaignNode, FleetRow, NewRun, NodeStatus, RunSummary, Saved, StoreError};
 
 /// How long connecting may take before the store is called unreachable (unless the
 /// URL sets `connect_timeout`).
@@ -294,7 +294,7 @@ impl Backend for PgStore {
                  VALUES ($1, $2, $3, $4, $5, $6)
                  ON CONFLICT (campaign, node) DO UPDATE SET status = excluded.status, reason = excluded.reason,
                      run_id = excluded.run_id, updated_unix_s = excluded.updated_unix_s",
-                &[&n.campaign, &n.node, &n.status, &n.reason, &n.run_id, &(n.updated_unix_s as i64)],
+                &[&n.campaign, &n.node, &n.status.name(), &n.reason, &n.run_id, &(n.updated_unix_s as i64)],
             )
             .map(|_| ())
             .map_err(|e| self.err(e))
@@ -307,17 +307,22 @@ impl Backend for PgStore {
             &[&campaign],
         );
         let rows = rows.map_err(|e| self.err(e))?;
-        Ok(rows
-            .iter()
-            .map(|r| CampaignNode {
-                campaign: r.get(0),
-                node: r.get(1),
-                status: r.get(2),
-                reason: r.get(3),
-                run_id: r.get(4),
-                updated_unix_s: r.get::<_, i64>(5) as u64,
+        rows.iter()
+            .map(|r| {
+                let status: String = r.get(2);
+                Ok(CampaignNode {
+                    campaign: r.get(0),
+                    node: r.get(1),
+                    status: NodeStatus::from_name(&status).ok_or_else(|| StoreError::Sql {
+                        place: self.place.clone(),
+                        detail: format!("unknown node status {status:?} in campaign_nodes"),
+                    })?,
+                    reason: r.get(3),
+                    run_id: r.get(4),
+                    updated_unix_s: r.get::<_, i64>(5) as u64,
+                })
             })
-            .collect())
+            .collect()
     }
 
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError> {

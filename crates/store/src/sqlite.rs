@@ -8,7 +8,7 @@ use memfabric_model::Figure;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use crate::migrate::{self, LATEST_VERSION};
-use crate::{Backend, CampaignNode, FleetRow, NewRun, RunSummary, Saved, StoreError};
+use crate::{Backend, CampaignNode, FleetRow, NewRun, NodeStatus, RunSummary, Saved, StoreError};
 
 pub struct SqliteStore {
     conn: Connection,
@@ -248,7 +248,7 @@ impl Backend for SqliteStore {
                 params![
                     n.campaign,
                     n.node,
-                    n.status,
+                    n.status.name(),
                     n.reason,
                     n.run_id,
                     n.updated_unix_s as i64
@@ -268,7 +268,16 @@ impl Backend for SqliteStore {
                 Ok(CampaignNode {
                     campaign: r.get(0)?,
                     node: r.get(1)?,
-                    status: r.get(2)?,
+                    status: {
+                        let text: String = r.get(2)?;
+                        NodeStatus::from_name(&text).ok_or_else(|| {
+                            rusqlite::Error::FromSqlConversionFailure(
+                                2,
+                                rusqlite::types::Type::Text,
+                                format!("unknown node status {text:?}").into(),
+                            )
+                        })?
+                    },
                     reason: r.get(3)?,
                     run_id: r.get(4)?,
                     updated_unix_s: r.get::<_, i64>(5)? as u64,

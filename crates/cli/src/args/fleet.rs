@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
+use memfabric_model::Suite;
 
 pub const FLEET_HELP: &str = "\
 A fleet through Slurm, in one step:
@@ -52,13 +53,22 @@ Exit status: 0 when every node stored a run; 1 when any failed or was cancelled 
 with --fail-on-outliers, any host is an outlier); 2 for bad arguments or no Slurm;
 130 after Ctrl-C.";
 
-/// How much of `memfabric run` each node runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SuiteArg {
-    /// `run --quick`: seconds per node, a first look
-    Quick,
-    /// `run`: the default suite
-    Full,
+/// `--suite quick|full`: how much of `memfabric run` each node runs.
+fn suite_parser() -> impl clap::builder::TypedValueParser<Value = Suite> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let values = memfabric_fleet::suite::CAMPAIGN_SUITES.map(|s| {
+        let help = match s.run_flag() {
+            Some(flag) => format!("`run {flag}`: seconds per node, a first look"),
+            None => "`run`: the default suite".to_string(),
+        };
+        PossibleValue::new(s.fleet_name()).help(help)
+    });
+    PossibleValuesParser::new(values).map(|name| {
+        let all = memfabric_fleet::suite::CAMPAIGN_SUITES;
+        all.into_iter()
+            .find(|s| s.fleet_name() == name)
+            .expect("a possible value")
+    })
 }
 
 #[derive(Debug, Args)]
@@ -78,8 +88,8 @@ pub struct FleetRunArgs {
     pub partition: Option<String>,
     /// How much of `memfabric run` each node runs [default: full; with --retry-failed,
     /// or --campaign naming a campaign with stored runs: that campaign's suite]
-    #[arg(long, value_enum)]
-    pub suite: Option<SuiteArg>,
+    #[arg(long, value_parser = suite_parser())]
+    pub suite: Option<Suite>,
     /// The campaign's name: letters, digits, '.', '_' and '-' (default: fleet-YYYYMMDD-HHMMSS, UTC)
     #[arg(long, value_name = "ID")]
     pub campaign: Option<String>,

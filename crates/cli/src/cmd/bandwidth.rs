@@ -27,14 +27,14 @@ pub fn run(ctx: &Ctx, a: &BandwidthArgs) -> Result<Status> {
     let topo = this_machine()?;
     if a.per_domain {
         let report = measure_domains(ctx, &topo, a)?;
-        return ctx.conclude("bandwidth", &topo, &report, || render_domains(&report, &topo));
+        return ctx.conclude(&topo, report, |report| render_domains(report, &topo));
     }
     if a.concurrent.is_some() {
         let report = measure_concurrent(ctx, &topo, a)?;
-        return ctx.conclude("bandwidth", &topo, &report, || render_concurrent(&report));
+        return ctx.conclude(&topo, report, render_concurrent);
     }
     let report = measure(ctx, &topo, a)?;
-    ctx.conclude("bandwidth", &topo, &report, || render(&report))
+    ctx.conclude(&topo, report, render)
 }
 
 pub fn measure(ctx: &Ctx, topo: &Topology, a: &BandwidthArgs) -> Result<BandwidthReport> {

@@ -15,7 +15,7 @@ use crate::table::Table;
 pub fn run(ctx: &Ctx, a: &C2cArgs) -> Result<Status> {
     let topo = this_machine()?;
     let report = measure(ctx, &topo, a)?;
-    ctx.conclude("c2c", &topo, &report, || render(&report))
+    ctx.conclude(&topo, report, render)
 }
 
 pub fn measure(ctx: &Ctx, topo: &Topology, a: &C2cArgs) -> Result<C2cReport> {

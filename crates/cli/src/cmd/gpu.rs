@@ -21,12 +21,16 @@ mod render;
 
 pub use render::{copy as render_copy, render_bandwidth};
 
+fn target(gpu: u32) -> Target {
+    Target {
+        gpu,
+        sysfs: Roots::live().sys,
+    }
+}
+
 fn on<T>(gpu: u32, options: T) -> OnGpu<T> {
     OnGpu {
-        target: Target {
-            gpu,
-            sysfs: Roots::live().sys,
-        },
+        target: target(gpu),
         options,
     }
 }
@@ -37,11 +41,11 @@ pub fn run(ctx: &Ctx, a: &GpuArgs) -> Result<Status> {
     match &a.command {
         GpuCommand::Info => {
             let r = common::measure::<gpu::Info>(ctx, &topo, &on(n, ()))?;
-            ctx.conclude("gpu-info", &topo, &r, || render::info(&r))
+            ctx.conclude(&topo, r, render::info)
         }
         GpuCommand::Bandwidth(b) => {
             let r = measure_bandwidth(ctx, &topo, n, b)?;
-            ctx.conclude("gpu-bandwidth", &topo, &r, || render_bandwidth(&r))
+            ctx.conclude(&topo, r, render_bandwidth)
         }
         GpuCommand::Latency(l) => {
             let options = GpuLatencyPlan {
@@ -53,11 +57,11 @@ pub fn run(ctx: &Ctx, a: &GpuArgs) -> Result<Status> {
                 seed: l.seed,
             };
             let r = common::measure::<gpu::Latency>(ctx, &topo, &on(n, options))?;
-            ctx.conclude("gpu-latency", &topo, &r, || render::latency(&r))
+            ctx.conclude(&topo, r, render::latency)
         }
         GpuCommand::Copy(c) => {
             let r = measure_copy(ctx, &topo, n, c)?;
-            ctx.conclude("gpu-copy", &topo, &r, || render::copy(&r))
+            ctx.conclude(&topo, r, render::copy)
         }
         GpuCommand::HostLatency(h) => {
             let options = HostLatencyOptions {
@@ -68,7 +72,7 @@ pub fn run(ctx: &Ctx, a: &GpuArgs) -> Result<Status> {
                 seed: h.seed,
             };
             let r = common::measure::<gpu::HostLatency>(ctx, &topo, &on(n, options))?;
-            ctx.conclude("gpu-host-latency", &topo, &r, || render::host_latency(&r))
+            ctx.conclude(&topo, r, render::host_latency)
         }
         GpuCommand::LoadedLatency(l) => {
             let options = LoadedOptions {
@@ -84,12 +88,13 @@ pub fn run(ctx: &Ctx, a: &GpuArgs) -> Result<Status> {
                 seed: crate::args::DEFAULT_SEED,
             };
             let placed = Placed {
-                options,
+                target: target(n),
                 node: l.node,
                 cpu: l.cpu,
+                options,
             };
-            let r = common::measure::<gpu::LoadedLatency>(ctx, &topo, &on(n, placed))?;
-            ctx.conclude("gpu-loaded-latency", &topo, &r, || render::loaded(&r))
+            let r = common::measure::<gpu::LoadedLatency>(ctx, &topo, &placed)?;
+            ctx.conclude(&topo, r, render::loaded)
         }
         GpuCommand::Injection(i) => {
             let options = InjectionOptions {
@@ -98,12 +103,13 @@ pub fn run(ctx: &Ctx, a: &GpuArgs) -> Result<Status> {
                 seed: i.seed,
             };
             let placed = Placed {
-                options,
+                target: target(n),
                 node: i.node,
                 cpu: i.cpu,
+                options,
             };
-            let r = common::measure::<gpu::Injection>(ctx, &topo, &on(n, placed))?;
-            ctx.conclude("gpu-injection", &topo, &r, || render::injection(&r))
+            let r = common::measure::<gpu::Injection>(ctx, &topo, &placed)?;
+            ctx.conclude(&topo, r, render::injection)
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::table::Table;
 pub fn run(ctx: &Ctx, a: &LatencyArgs) -> Result<Status> {
     let topo = this_machine()?;
     let report = measure(ctx, &topo, a)?;
-    ctx.conclude("latency", &topo, &report, || render(&report))
+    ctx.conclude(&topo, report, render)
 }
 
 pub fn measure(ctx: &Ctx, topo: &Topology, a: &LatencyArgs) -> Result<LatencyReport> {

@@ -20,7 +20,7 @@ use crate::table::Table;
 pub fn run(ctx: &Ctx, a: &LoadedLatencyArgs) -> Result<Status> {
     let topo = this_machine()?;
     let report = measure(ctx, &topo, a)?;
-    ctx.conclude("loaded-latency", &topo, &report, || render(&report))
+    ctx.conclude(&topo, report, render)
 }
 
 pub fn measure(ctx: &Ctx, topo: &Topology, a: &LoadedLatencyArgs) -> Result<LoadedLatencyReport> {

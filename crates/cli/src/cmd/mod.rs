@@ -8,6 +8,7 @@ pub mod efficiency;
 pub mod firmware;
 pub mod fleet;
 pub mod gpu;
+pub mod helpers;
 pub mod latency;
 pub mod list;
 pub mod loaded;

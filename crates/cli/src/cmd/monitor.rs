@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use anyhow::Result;
 use memfabric_measure::plan::Machine;
 use memfabric_measure::{MonitorOptions, MonitorTraffic, Observer};
-use memfabric_model::{Failures, Figures, MonitorInterval, MonitorReport, Outcome, Traffic};
+use memfabric_model::{Failures, MonitorInterval, MonitorReport, Outcome, Traffic};
 use memfabric_topo::Roots;
 
 use crate::args::MonitorArgs;
@@ -92,19 +92,17 @@ pub fn run(ctx: &Ctx, a: &MonitorArgs) -> Result<Status> {
         }
     }
     let live = Roots::is_live_sys(&a.sysfs);
+    let failed = !report.failures().is_empty();
     ctx.finish(Finished {
-        command: "monitor",
         topo: live.then_some(&topo),
-        result: &report,
-        figures: report.figures(),
-        summary: summary(&report),
         text: if ctx.json || a.csv {
             String::new()
         } else {
             render(&report)
         },
+        document: report.into(),
     })?;
-    Ok(Status::from_failures(!report.failures().is_empty()))
+    Ok(Status::from_failures(failed))
 }
 
 const CSV_HEADER: &str = "interval,start_s,duration_s,channel,socket,read_bytes,write_bytes,total_bytes,read_gb_s,write_gb_s,total_gb_s";
@@ -174,19 +172,6 @@ fn interval_line(i: &MonitorInterval) -> String {
         line += &format!("  ({})", per.join(", "));
     }
     line
-}
-
-fn summary(r: &MonitorReport) -> String {
-    match &r.outcome {
-        Outcome::Ok(m) => format!(
-            "monitor: {} {:.1} GB over {:.1} s ({:.2} GB/s)",
-            r.source.as_deref().unwrap_or("?"),
-            m.total.system.total_bytes as f64 * 1e-9,
-            m.total.duration_s,
-            m.total.system.total_gb_s
-        ),
-        _ => "monitor: skipped".into(),
-    }
 }
 
 /// The final text: source, command, per-channel totals or what is missing.

@@ -1,13 +1,13 @@
 //! `memfabric report`: a saved run (or two) as one offline HTML file.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use memfabric_model::StoredDocument;
 use memfabric_report::{render_comparison, render_run, CompareLine, RunInfo};
 use memfabric_store::{compare, RunSummary, Store};
 
-use super::runs::{date, dims_text, open, resolve};
+use super::helpers::{date, dims_text, open, resolve, write_atomically};
 use crate::args::{ReportArgs, RunRef};
 use crate::output::{Ctx, Status};
 
@@ -52,13 +52,6 @@ pub fn html(store: &Store, id: i64, other: Option<i64>) -> Result<String> {
         })
         .collect();
     Ok(render_comparison((&a_info, &a_doc), (&b_info, &b_doc), &lines))
-}
-
-/// Writes beside the target, then renames: a reader never sees half a report.
-pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension("html.partial");
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
 }
 
 pub fn default_file(id: i64) -> PathBuf {

@@ -5,39 +5,19 @@
 
 use anyhow::Result;
 use clap::Parser;
-use memfabric_model::{Cell, Document, Failure, RunReport};
+use memfabric_model::{Cell, Document, Failure, RunReport, Suite};
 use memfabric_topo::Topology;
 
 use super::common;
 use crate::args::{Cli, Command, GpuCommand, RunArgs};
-use crate::output::{this_machine, Ctx, Status};
+use crate::output::{this_machine, Ctx, Finished, Status};
 
 mod summary;
 
-/// How long the suite may take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tier {
-    /// Buffer sizes still past most L3s, few samples: a first look.
-    Quick,
-    Default,
-    /// Each command's own defaults, which follow the machine's cache sizes.
-    Thorough,
-}
-
-impl Tier {
-    fn name(self) -> &'static str {
-        match self {
-            Tier::Quick => "quick",
-            Tier::Default => "default",
-            Tier::Thorough => "thorough",
-        }
-    }
-}
-
-/// The command line that measures `cell` in suite `tier`.
-fn step(cell: Cell, tier: Tier) -> &'static str {
-    use Tier::*;
-    match (cell, tier) {
+/// The command line that measures `cell` in `suite`.
+fn step(cell: Cell, suite: Suite) -> &'static str {
+    use Suite::*;
+    match (cell, suite) {
         (Cell::Latency, Quick) => "latency --matrix --size 64M --samples 5 --sample-ms 10",
         (Cell::Latency, Default) => "latency --matrix --size 512M --samples 10",
         (Cell::Latency, Thorough) => "latency --matrix",
@@ -77,12 +57,12 @@ fn step(cell: Cell, tier: Tier) -> &'static str {
 
 /// Every cell's command line, with the core-to-core CPUs sampled where the machine
 /// has many; the cells that need several memory nodes only where there are.
-fn steps(tier: Tier, c2c_cpus: Option<&str>, memory_nodes: usize) -> Vec<(Cell, String)> {
+fn steps(suite: Suite, c2c_cpus: Option<&str>, memory_nodes: usize) -> Vec<(Cell, String)> {
     Cell::ALL
         .iter()
         .filter(|c| memory_nodes > 1 || !c.needs_nodes())
         .map(|&cell| {
-            let mut line = step(cell, tier).to_string();
+            let mut line = step(cell, suite).to_string();
             if let (Cell::C2c, Some(cpus)) = (cell, c2c_cpus) {
                 line += &format!(" --cpus {cpus}");
             }
@@ -193,7 +173,7 @@ fn render(report: &RunReport) -> String {
     );
     format!(
         "memfabric run ({} suite)\n{}\n{}",
-        report.suite,
+        report.suite.name(),
         summary::headline(report),
         summary::fold_noise(&parts.join("\n"))
     )
@@ -202,26 +182,31 @@ fn render(report: &RunReport) -> String {
 pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
     let topo = this_machine()?;
     let machine = common::machine(&topo)?;
-    let tier = match (a.quick, a.thorough) {
-        (true, _) => Tier::Quick,
-        (_, true) => Tier::Thorough,
-        _ => Tier::Default,
+    let suite = match (a.quick, a.thorough) {
+        (true, _) => Suite::Quick,
+        (_, true) => Suite::Thorough,
+        _ => Suite::Default,
     };
     let sample = c2c_sample(&topo, &machine.allowed_cpus);
-    let steps = steps(tier, sample.as_deref(), topo.memory_nodes().len());
+    let steps = steps(suite, sample.as_deref(), topo.memory_nodes().len());
     let mut parts = Vec::new();
     for (cell, line) in &steps {
         parts.push((*cell, measure(ctx, &topo, line)?));
     }
     let lines = steps.into_iter().map(|(_, l)| l).collect();
-    let report = RunReport::assemble(tier.name().into(), lines, topo, parts)?;
+    let report = RunReport::assemble(suite, lines, topo.clone(), parts)?;
     let (status, message) = verdict(&report);
-    if let Some(id) = ctx.finish_report("run", &report.topology, &report, || render(&report))? {
+    let finished = Finished {
+        topo: Some(&topo),
+        text: if ctx.json { String::new() } else { render(&report) },
+        document: report.into(),
+    };
+    if let Some(id) = ctx.finish(finished)? {
         if !a.no_report {
             let store =
                 memfabric_store::Store::open_location(&ctx.save.as_ref().expect("run saves").location)?;
             let path = super::report::default_file(id);
-            super::report::write_atomically(&path, &super::report::html(&store, id, None)?)?;
+            super::helpers::write_atomically(&path, &super::report::html(&store, id, None)?)?;
             eprintln!("memfabric: wrote the report {}", path.display());
         }
     }
@@ -237,8 +222,8 @@ mod tests {
 
     #[test]
     fn every_suite_step_parses() {
-        for tier in [Tier::Quick, Tier::Default, Tier::Thorough] {
-            for (_, line) in steps(tier, Some("0-3"), 2) {
+        for suite in Suite::ALL {
+            for (_, line) in steps(suite, Some("0-3"), 2) {
                 let _ = parse(&line);
             }
         }

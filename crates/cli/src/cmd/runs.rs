@@ -1,64 +1,15 @@
 //! `memfabric runs` (list, show, delete, export) and `memfabric compare`: the run
 //! history kept by --save, --label and `run`.
 
-use std::collections::BTreeMap;
-
 use anyhow::Result;
 use memfabric_model::Figure;
-use memfabric_store::{compare, figures_csv, CompareRow, Comparison, RunSummary, Store};
+use memfabric_store::{compare, figures_csv, CompareRow, Comparison, RunSummary};
 use serde::Serialize;
 
-use crate::args::{CompareArgs, ExportFormat, RunRef, RunsAction, RunsArgs};
-use crate::output::{print_all, store_location, Ctx, Status, Usage};
+use super::helpers::{date, dims_text, open, resolve};
+use crate::args::{CompareArgs, ExportFormat, RunsAction, RunsArgs};
+use crate::output::{print_all, Ctx, Status, Usage};
 use crate::table::Table;
-
-pub fn open(ctx: &Ctx) -> Result<Store> {
-    let location = match &ctx.save {
-        Some(to) => to.location.clone(),
-        None => store_location(ctx.store.as_deref(), None)?,
-    };
-    if !memfabric_store::is_url(&location) && !std::path::Path::new(&location).exists() {
-        return Err(Usage(format!(
-            "no run database at {location} yet: save a run first (`memfabric run`, or --save on any measurement)"
-        ))
-        .into());
-    }
-    Ok(Store::open_location(&location)?)
-}
-
-/// A run given as an id or `last`; one that is not there is bad input (exit 2).
-pub fn resolve(store: &Store, r: &RunRef) -> Result<i64> {
-    let id = match r {
-        RunRef::Id(id) => *id,
-        RunRef::Last => store
-            .last()?
-            .ok_or_else(|| Usage("the run database holds no run yet".into()))?,
-    };
-    match store.summary(id) {
-        Err(e @ memfabric_store::StoreError::NotFound(_)) => Err(Usage(e.to_string()).into()),
-        other => other.map(|_| id).map_err(Into::into),
-    }
-}
-
-pub fn date(unix_s: u64) -> String {
-    // Days since 1970 to a civil date (Howard Hinnant's algorithm), UTC.
-    let days = (unix_s / 86_400) as i64;
-    let secs = unix_s % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        secs / 3600,
-        secs % 3600 / 60
-    )
-}
 
 fn summary_table(runs: &[RunSummary]) -> String {
     let mut t = Table::new(&[
@@ -76,11 +27,6 @@ fn summary_table(runs: &[RunSummary]) -> String {
         ]);
     }
     t.render()
-}
-
-pub fn dims_text(dims: &BTreeMap<String, String>) -> String {
-    let parts: Vec<String> = dims.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    parts.join(" ")
 }
 
 fn figures_table(figures: &[Figure]) -> String {
@@ -288,16 +234,4 @@ fn difference_matrix(c: &Comparison, title: &str, rows: &[&CompareRow]) -> Strin
         t.row(row);
     }
     format!("{title}: run {} minus run {}\n{}", c.b, c.a, t.render())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dates_are_civil_utc() {
-        assert_eq!(date(0), "1970-01-01 00:00 UTC");
-        assert_eq!(date(951_782_400), "2000-02-29 00:00 UTC");
-        assert_eq!(date(1_795_359_600), "2026-11-22 15:00 UTC"); // date -u -d @1795359600
-    }
 }

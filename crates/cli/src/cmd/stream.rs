@@ -15,7 +15,7 @@ use crate::table::Table;
 pub fn run(ctx: &Ctx, a: &StreamArgs) -> Result<Status> {
     let topo = this_machine()?;
     let report = measure(ctx, &topo, a)?;
-    ctx.conclude("stream", &topo, &report, || render(&report, &topo))
+    ctx.conclude(&topo, report, |report| render(report, &topo))
 }
 
 pub fn measure(ctx: &Ctx, topo: &Topology, a: &StreamArgs) -> Result<StreamReport> {

@@ -7,7 +7,7 @@ use anyhow::Result;
 use memfabric_model::{study, Study, StudyRun};
 use memfabric_store::Store;
 
-use super::runs::dims_text;
+use super::helpers::{dims_text, write_atomically};
 use crate::output::{print_all, Ctx, Status};
 use crate::table::Table;
 
@@ -19,7 +19,7 @@ pub fn run(ctx: &Ctx, store: &Store, ids: &[i64], html: Option<&Path>) -> Result
     }
     let s = study(&runs);
     if let Some(path) = html {
-        super::report::write_atomically(path, &memfabric_report::render_study(&s))?;
+        write_atomically(path, &memfabric_report::render_study(&s))?;
         eprintln!("memfabric: wrote {}", path.display());
     }
     if ctx.json {

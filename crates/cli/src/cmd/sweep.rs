@@ -20,7 +20,7 @@ use crate::table::Table;
 pub fn run(ctx: &Ctx, a: &SweepArgs) -> Result<Status> {
     let topo = this_machine()?;
     let report = measure(ctx, &topo, a)?;
-    ctx.conclude("sweep", &topo, &report, || render(&report))
+    ctx.conclude(&topo, report, render)
 }
 
 pub fn measure(ctx: &Ctx, topo: &Topology, a: &SweepArgs) -> Result<SweepReport> {

@@ -326,7 +326,6 @@ pub struct BandwidthReady {
 pub struct Bandwidth;
 
 impl crate::measurement::Measurement for Bandwidth {
-    const ENTRY: crate::registry::Entry = crate::registry::BANDWIDTH;
     type Options = crate::measurement::Request<BandwidthAsk>;
     type Plan = BandwidthReady;
     type Report = BandwidthReport;

@@ -243,7 +243,6 @@ pub fn annotate_noise(r: &mut C2cReport, topo: &Topology, cond: &Conditions, thr
 pub struct CoreToCore;
 
 impl crate::measurement::Measurement for CoreToCore {
-    const ENTRY: crate::registry::Entry = crate::registry::C2C;
     type Options = crate::measurement::Request<crate::plan::c2c::C2cOptions>;
     type Plan = crate::measurement::Checked<crate::plan::c2c::C2cPlan>;
     type Report = C2cReport;

@@ -133,7 +133,6 @@ fn summarize(plan: &ConcurrentPlan, ran: Ran) -> Outcome<ConcurrentMeasurement> 
 pub struct Concurrent;
 
 impl crate::measurement::Measurement for Concurrent {
-    const ENTRY: crate::registry::Entry = crate::registry::BANDWIDTH;
     type Options = crate::measurement::Request<crate::plan::concurrent::ConcurrentOptions>;
     type Plan = crate::measurement::Checked<ConcurrentPlan>;
     type Report = ConcurrentReport;

@@ -83,7 +83,6 @@ pub struct DomainsReady {
 pub struct Domains;
 
 impl crate::measurement::Measurement for Domains {
-    const ENTRY: crate::registry::Entry = crate::registry::BANDWIDTH;
     type Options = crate::measurement::Request<(crate::plan::DomainOptions, crate::monitor::DramSource)>;
     type Plan = DomainsReady;
     type Report = DomainScalingReport;

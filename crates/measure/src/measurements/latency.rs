@@ -288,7 +288,6 @@ fn loads_per_sample(sample_time: Duration, ns_per_load: f64) -> u64 {
 pub struct Latency;
 
 impl crate::measurement::Measurement for Latency {
-    const ENTRY: crate::registry::Entry = crate::registry::LATENCY;
     type Options = crate::measurement::Request<crate::plan::LatencyOptions>;
     type Plan = crate::measurement::Checked<LatencyPlan>;
     type Report = LatencyReport;

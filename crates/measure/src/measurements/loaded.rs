@@ -267,7 +267,6 @@ pub fn spin_cost_ns() -> f64 {
 pub struct LoadedLatency;
 
 impl crate::measurement::Measurement for LoadedLatency {
-    const ENTRY: crate::registry::Entry = crate::registry::LOADED_LATENCY;
     type Options = crate::measurement::Request<crate::plan::loaded::LoadedOptions>;
     type Plan = crate::measurement::Checked<LoadedPlan>;
     type Report = LoadedLatencyReport;

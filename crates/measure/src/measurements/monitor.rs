@@ -13,7 +13,6 @@ use memfabric_model::{CommandRun, MonitorMeasurement, MonitorReport, Outcome};
 use crate::measurement::Measurement;
 use crate::monitor::{self, Access, Candidate, CounterSource, Live, Monitor as Counters};
 use crate::plan::{Machine, PlanError};
-use crate::registry::{self, Entry};
 use crate::sys::stop_signal;
 use crate::Observer;
 
@@ -49,7 +48,6 @@ pub struct MonitorPlan {
 pub struct MonitorTraffic;
 
 impl Measurement for MonitorTraffic {
-    const ENTRY: Entry = registry::MONITOR;
     type Options = MonitorOptions;
     type Plan = MonitorPlan;
     type Report = MonitorReport;

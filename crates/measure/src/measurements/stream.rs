@@ -227,7 +227,6 @@ fn check(arrays: &[&mut [f64]], passes: usize) -> ([u64; 3], [f64; 3]) {
 pub struct Stream;
 
 impl crate::measurement::Measurement for Stream {
-    const ENTRY: crate::registry::Entry = crate::registry::STREAM;
     type Options = crate::measurement::Request<crate::plan::StreamOptions>;
     type Plan = crate::measurement::Checked<StreamPlan>;
     type Report = StreamReport;

@@ -226,7 +226,6 @@ pub fn annotate(r: &mut SweepReport, topo: &Topology, cond: &Conditions, thresho
 pub struct Sweep;
 
 impl crate::measurement::Measurement for Sweep {
-    const ENTRY: crate::registry::Entry = crate::registry::SWEEP;
     type Options = crate::measurement::Request<crate::plan::sweep::SweepOptions>;
     type Plan = crate::measurement::Checked<SweepPlan>;
     type Report = SweepReport;

@@ -90,7 +90,7 @@ impl FleetReport {
 pub struct Missing {
     pub node: String,
     /// failed, cancelled or running (a campaign that was itself stopped).
-    pub status: String,
+    pub status: super::NodeStatus,
     pub reason: Option<String>,
 }
 

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use memfabric_topo::{Fact, HardwareClass};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::{Environment, Figure};
 
@@ -46,7 +45,7 @@ pub struct FleetFacts {
 
 impl FleetFacts {
     /// The facts of a run document: its environment, its figures, and the noise
-    /// guard's flags ([`noise_flags`] of the document).
+    /// guard's flags ([`crate::Document::noise_flags`]).
     pub fn of(environment: Option<&Environment>, figures: &[Figure], noise: Vec<String>) -> FleetFacts {
         let mut facts = FleetFacts {
             headlines: headlines(figures),
@@ -86,58 +85,60 @@ impl FleetFacts {
     }
 }
 
-/// Every measurement the noise guard flagged, anywhere in a document: each as
-/// "cv 7.1 % over the 5.0 % threshold: <first likely cause>".
-pub fn noise_flags(document: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    walk_noise(document, &mut out);
-    out
+/// What became of one node of a campaign (`fleet run`); stored as its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeStatus {
+    /// Its job was submitted and has not ended.
+    Running,
+    /// It stored a run.
+    Ok,
+    /// It stored no run: down, crashed, past its time limit, or no document.
+    Failed,
+    /// The campaign was stopped before its job ended.
+    Cancelled,
 }
 
-fn walk_noise(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::Object(map) => {
-            if let Some(n) = map.get("noise").filter(|n| n.is_object()) {
-                let pct = |k: &str| n[k].as_f64().unwrap_or(f64::NAN) * 100.0;
-                let cause = n["likely_causes"][0]
-                    .as_str()
-                    .unwrap_or("no likely cause recorded");
-                out.push(format!(
-                    "cv {:.1} % over the {:.1} % threshold: {cause}",
-                    pct("cv"),
-                    pct("threshold_cv")
-                ));
-            }
-            for (k, child) in map {
-                if k != "noise" {
-                    walk_noise(child, out);
-                }
-            }
+impl NodeStatus {
+    pub const ALL: [NodeStatus; 4] = [
+        NodeStatus::Running,
+        NodeStatus::Ok,
+        NodeStatus::Failed,
+        NodeStatus::Cancelled,
+    ];
+
+    /// Its name, as shown and as the store keeps it.
+    pub fn name(self) -> &'static str {
+        match self {
+            NodeStatus::Running => "running",
+            NodeStatus::Ok => "ok",
+            NodeStatus::Failed => "failed",
+            NodeStatus::Cancelled => "cancelled",
         }
-        Value::Array(items) => items.iter().for_each(|i| walk_noise(i, out)),
-        _ => {}
+    }
+
+    /// The status a stored name stands for.
+    pub fn from_name(name: &str) -> Option<NodeStatus> {
+        NodeStatus::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+impl std::fmt::Display for NodeStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use serde_json::json;
+    use super::NodeStatus;
 
     #[test]
-    fn noise_flags_are_found_at_any_depth() {
-        let doc = json!({"result": {"cells": [
-            {"outcome": {"noise": null}},
-            {"outcome": {"noise": {"cv": 0.071, "threshold_cv": 0.05, "likely_causes": ["other load: 1-minute load average 3.00"]}}},
-            {"outcome": {"noise": {"cv": 0.2, "threshold_cv": 0.05, "likely_causes": []}}}
-        ]}});
-        assert_eq!(
-            noise_flags(&doc),
-            vec![
-                "cv 7.1 % over the 5.0 % threshold: other load: 1-minute load average 3.00",
-                "cv 20.0 % over the 5.0 % threshold: no likely cause recorded"
-            ]
-        );
-        assert!(noise_flags(&json!({"a": [1, 2, {"b": "noise"}]})).is_empty());
+    fn a_node_status_is_stored_as_its_serde_name() {
+        for s in NodeStatus::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.name());
+            assert_eq!(NodeStatus::from_name(s.name()), Some(s));
+        }
+        assert_eq!(NodeStatus::from_name("OK"), None);
     }
 }

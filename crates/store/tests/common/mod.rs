@@ -231,7 +231,7 @@ pub fn batches_and_fleet_rows(s: &mut Store) {
     let node = |name: &str, status: &str, run_id: Option<i64>| CampaignNode {
         campaign: "acceptance".into(),
         node: name.into(),
-        status: status.into(),
+        status: memfabric_store::NodeStatus::from_name(status).unwrap(),
         reason: (status == "failed").then(|| "srun: error: Node failure on node2".into()),
         run_id,
         updated_unix_s: 1_800_000_000,

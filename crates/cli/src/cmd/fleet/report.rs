@@ -1,93 +1,17 @@
 //! `memfabric fleet report`: every host judged against its hardware class, as text
 //! (one screen of summary first), JSON, CSV or HTML.
 
-use std::collections::BTreeMap;
-
-use anyhow::{Context, Result};
-use memfabric_model::fleet::{judge, FleetFacts, FleetHost, FleetReport, Headline, HostRow, Missing, Rule};
-use memfabric_store::{csv_field, FleetRow};
+use anyhow::Result;
+use memfabric_model::fleet::{judge, FleetReport, Headline, HostRow, Rule};
+use memfabric_store::csv_field;
 
 use crate::args::FleetReportArgs;
-use crate::cmd::report::write_atomically;
+use crate::cmd::helpers::write_atomically;
 use crate::output::{print_all, Ctx, Status, Usage};
 use crate::table::Table;
 
 /// Outliers listed in the text; --json and --csv have all.
 const TEXT_OUTLIERS: usize = 40;
-
-/// One host per scheduler node name (else host id, else hostname): its newest run's
-/// facts (of the runs with a headline figure), with headline figures its older runs of the same campaign measured and the
-/// newest did not. The scheduler's name comes first because it is the cluster's own
-/// name for the node, and because machines cloned from one image can share a
-/// machine-id.
-pub fn hosts(rows: Vec<FleetRow>) -> Result<Vec<FleetHost>> {
-    let mut order: Vec<String> = Vec::new();
-    let mut by_key: BTreeMap<String, (FleetHost, Option<String>)> = BTreeMap::new();
-    for row in rows {
-        let facts: FleetFacts = serde_json::from_str(&row.facts)
-            .with_context(|| format!("reading the fleet facts of run {}", row.id))?;
-        // A run with no headline figure (gpu-info, monitor, a failed run) says
-        // nothing to compare: the host's next older run counts.
-        if facts.headlines.is_empty() {
-            continue;
-        }
-        let run = || format!("run {}", row.id);
-        let node = facts.node.clone();
-        let key = (node.as_ref().map(|n| format!("node {n}")))
-            .or_else(|| row.host_id.clone())
-            .or_else(|| row.host.clone())
-            .unwrap_or_else(run);
-        match by_key.get_mut(&key) {
-            None => {
-                let name = node
-                    .or_else(|| row.host.clone())
-                    .or_else(|| row.host_id.clone())
-                    .unwrap_or_else(run);
-                let host = FleetHost {
-                    run_id: row.id,
-                    name,
-                    host_id: row.host_id.clone(),
-                    facts,
-                };
-                order.push(key.clone());
-                by_key.insert(key, (host, row.campaign));
-            }
-            Some((host, campaign)) if *campaign == row.campaign => {
-                for (k, v) in facts.headlines {
-                    host.facts.headlines.entry(k).or_insert(v);
-                }
-            }
-            Some(_) => {}
-        }
-    }
-    Ok(order
-        .into_iter()
-        .map(|k| by_key.remove(&k).expect("kept").0)
-        .collect())
-}
-
-/// Gives runs stored before fleet facts existed (schema 3) their facts and document
-/// hash, once: from then on they count in fleet reports, and ingesting their document
-/// again is a duplicate. A document that is not a run's gets empty facts, so it is
-/// not read again.
-pub fn backfill(store: &mut memfabric_store::Store) -> Result<()> {
-    let old = store.without_facts()?;
-    if old.is_empty() {
-        return Ok(());
-    }
-    eprintln!(
-        "memfabric: reading {} runs stored before fleet facts existed (once)",
-        old.len()
-    );
-    for (id, document) in old {
-        let (facts, hash) = match super::ingest::new_run(&document, None) {
-            Ok(run) => (run.facts.unwrap_or_else(|| "{}".into()), run.doc_hash),
-            Err(_) => ("{}".into(), memfabric_store::document_hash(&document)),
-        };
-        store.set_facts(id, &facts, &hash)?;
-    }
-    Ok(())
-}
 
 /// Keeps only one class of a report.
 fn only_class(mut r: FleetReport, key: &str) -> Result<FleetReport, Usage> {
@@ -110,9 +34,9 @@ pub fn report(ctx: &Ctx, a: &FleetReportArgs) -> Result<Status> {
     if !(a.worse_pct >= 0.0 && a.mads >= 0.0 && a.min_hosts >= 2) {
         return Err(Usage("--worse-pct and --mads must be 0 or more, --min-hosts at least 2".into()).into());
     }
-    let mut store = crate::cmd::runs::open(ctx)?;
-    backfill(&mut store)?;
-    let hosts = hosts(store.fleet(a.campaign.as_deref())?)?;
+    let mut store = crate::cmd::helpers::open(ctx)?;
+    memfabric_fleet::backfill(&mut store, &ctx.progress).map_err(super::exit_error)?;
+    let hosts = memfabric_fleet::hosts(store.fleet(a.campaign.as_deref())?).map_err(super::exit_error)?;
     if hosts.is_empty() {
         let what = a
             .campaign
@@ -132,16 +56,7 @@ pub fn report(ctx: &Ctx, a: &FleetReportArgs) -> Result<Status> {
     };
     let mut r = judge(&hosts, rule);
     if let Some(c) = &a.campaign {
-        r.missing = store
-            .nodes(c)?
-            .into_iter()
-            .filter(|n| n.status != "ok")
-            .map(|n| Missing {
-                node: n.node,
-                status: n.status,
-                reason: n.reason,
-            })
-            .collect();
+        r.missing = memfabric_fleet::hosts::missing(&store.nodes(c)?);
     }
     if let Some(key) = &a.class {
         r = only_class(r, key)?;
@@ -323,6 +238,7 @@ pub fn csv(r: &FleetReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memfabric_model::fleet::{FleetFacts, FleetHost};
     use memfabric_topo::HardwareClass;
 
     /// Six hosts of one class and two of another; node5 has lost a DIMM, node2 runs

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::platforms::{load, Loaded};
 use super::usage;
 use crate::args::{NumaArgs, RunRef};
-use crate::cmd::runs;
+use crate::cmd::helpers;
 use crate::output::{print_all, Ctx, Status, Usage};
 use crate::table::Table;
 
@@ -49,8 +49,8 @@ pub fn run(ctx: &Ctx, a: &NumaArgs) -> Result<Status> {
 
 /// The run's headline figures and platform facts, as the fleet report reads them.
 fn calibration(ctx: &Ctx, l: &Loaded, r: &RunRef) -> Result<Calibration> {
-    let store = runs::open(ctx)?;
-    let id = runs::resolve(&store, r)?;
+    let store = helpers::open(ctx)?;
+    let id = helpers::resolve(&store, r)?;
     let text = store.document(id)?;
     let doc = StoredDocument::parse(&text).map_err(|e| Usage(format!("run {id}: {e}")))?;
     let facts = FleetFacts::of(doc.environment.as_ref(), &doc.document.figures(), vec![]);

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::platforms::{load, Loaded};
 use super::{gb, usage};
 use crate::args::{PopulationArgs, RasArg};
-use crate::cmd::report::write_atomically;
+use crate::cmd::helpers::write_atomically;
 use crate::output::{print_all, Ctx, Status};
 use crate::table::Table;
 

@@ -2,9 +2,10 @@
 //! by `scontrol`, node states from `sinfo`, one `srun` per node, `scancel` by job name.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
-use crate::output::Usage;
+use crate::scheduler::{Job, JobExit, Scheduler, Submitted};
+use crate::FleetError;
 
 /// Slurm's client commands, found on PATH.
 pub struct Slurm {
@@ -42,21 +43,12 @@ fn output(program: &Path, args: &[&str]) -> Result<String, String> {
     Err(format!("{name} {}: {line}", args.join(" ")))
 }
 
-/// One `srun` per node: what a node's job is.
-pub struct Job<'a> {
-    pub job_name: &'a str,
-    pub partition: Option<&'a str>,
-    pub minutes: u32,
-    pub memfabric: &'a Path,
-    pub quick: bool,
-}
-
 impl Slurm {
     /// Slurm's commands, or the one line that says they are missing (exit 2).
-    pub fn find() -> Result<Slurm, Usage> {
+    pub fn find() -> Result<Slurm, FleetError> {
         let find = |n: &str| {
             on_path(n).ok_or_else(|| {
-                Usage(format!(
+                FleetError::Usage(format!(
                     "Slurm is not installed here (no {n} on PATH): fleet run submits one job per node through Slurm; without it, run `memfabric run --json` on each host and `memfabric fleet ingest` the documents"
                 ))
             })
@@ -68,36 +60,38 @@ impl Slurm {
             scancel: find("scancel")?,
         })
     }
+}
 
+impl Scheduler for Slurm {
     /// A node list in Slurm's syntax (node[1-3],gpu7) as names.
-    pub fn expand(&self, list: &str) -> Result<Vec<String>, Usage> {
-        let out = output(&self.scontrol, &["show", "hostnames", list]).map_err(Usage)?;
+    fn expand(&self, list: &str) -> Result<Vec<String>, FleetError> {
+        let out = output(&self.scontrol, &["show", "hostnames", list]).map_err(FleetError::Usage)?;
         let nodes: Vec<String> = out.split_whitespace().map(str::to_string).collect();
         if nodes.is_empty() {
-            return Err(Usage(format!("the node list {list} names no node")));
+            return Err(FleetError::Usage(format!("the node list {list} names no node")));
         }
         Ok(nodes)
     }
 
     /// Every node of a partition, or of the cluster.
-    pub fn all_nodes(&self, partition: Option<&str>) -> Result<Vec<String>, Usage> {
+    fn all_nodes(&self, partition: Option<&str>) -> Result<Vec<String>, FleetError> {
         let mut args = vec!["-h", "-N", "-o", "%N"];
         if let Some(p) = partition {
             args.extend(["-p", p]);
         }
-        let out = output(&self.sinfo, &args).map_err(Usage)?;
+        let out = output(&self.sinfo, &args).map_err(FleetError::Usage)?;
         let mut nodes: Vec<String> = out.split_whitespace().map(str::to_string).collect();
         nodes.sort();
         nodes.dedup();
         if nodes.is_empty() {
             let place = partition.map_or("the cluster".to_string(), |p| format!("partition {p}"));
-            return Err(Usage(format!("sinfo lists no node in {place}")));
+            return Err(FleetError::Usage(format!("sinfo lists no node in {place}")));
         }
         Ok(nodes)
     }
 
     /// The nodes Slurm cannot run a job on now (down, drained, failing), with their state.
-    pub fn unavailable(&self, nodes: &[String]) -> Result<Vec<(String, String)>, String> {
+    fn unavailable(&self, nodes: &[String]) -> Result<Vec<(String, String)>, String> {
         let list = nodes.join(",");
         let out = output(&self.sinfo, &["-h", "-N", "-o", "%N %t", "-n", &list])?;
         let mut bad: Vec<(String, String)> = out
@@ -119,8 +113,9 @@ impl Slurm {
         Ok(bad)
     }
 
-    /// The argument vector of a node's job.
-    pub fn srun_args(&self, node: &str, job: &Job<'_>) -> Vec<String> {
+    /// `srun --job-name=NAME --nodes=1 --ntasks=1 --exclusive --nodelist=NODE
+    /// --time=MIN [--partition=P] -- MEMFABRIC --quiet run --json --no-save [--quick]`.
+    fn command(&self, node: &str, job: &Job) -> Vec<String> {
         let mut v = vec![
             self.srun.display().to_string(),
             format!("--job-name={}", job.job_name),
@@ -130,26 +125,52 @@ impl Slurm {
             format!("--nodelist={node}"),
             format!("--time={}", job.minutes),
         ];
-        if let Some(p) = job.partition {
+        if let Some(p) = &job.partition {
             v.push(format!("--partition={p}"));
         }
-        v.extend([
-            "--".into(),
-            job.memfabric.display().to_string(),
-            "--quiet".into(),
-            "run".into(),
-            "--json".into(),
-            "--no-save".into(),
-        ]);
-        if job.quick {
-            v.push("--quick".into());
-        }
+        v.push("--".into());
+        v.extend(job.memfabric_args());
         v
     }
 
+    fn submit(
+        &mut self,
+        node: &str,
+        job: &Job,
+        out: &Path,
+        log: &Path,
+    ) -> Result<Box<dyn Submitted>, FleetError> {
+        let args = self.command(node, job);
+        let stdout = std::fs::File::create(out).map_err(FleetError::io(out.display().to_string()))?;
+        let stderr = std::fs::File::create(log).map_err(FleetError::io(log.display().to_string()))?;
+        let child = Command::new(&args[0])
+            .args(&args[1..])
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .map_err(FleetError::io(format!("starting {}", args[0])))?;
+        Ok(Box::new(Srun(child)))
+    }
+
     /// Cancels this user's jobs of a name.
-    pub fn cancel(&self, job_name: &str) -> Result<(), String> {
+    fn cancel(&self, job_name: &str) -> Result<(), String> {
         output(&self.scancel, &["--me", &format!("--name={job_name}")]).map(|_| ())
+    }
+}
+
+/// A node's `srun`, which lasts as long as its job.
+struct Srun(Child);
+
+impl Submitted for Srun {
+    fn try_wait(&mut self) -> Result<Option<JobExit>, FleetError> {
+        let exit = self.0.try_wait().map_err(FleetError::io("waiting for srun"))?;
+        Ok(exit.map(JobExit::from))
+    }
+
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
@@ -179,13 +200,13 @@ mod tests {
             scancel: "scancel".into(),
         };
         let job = Job {
-            job_name: "memfabric-acc",
-            partition: Some("compute"),
+            job_name: "memfabric-acc".into(),
+            partition: Some("compute".into()),
             minutes: 30,
-            memfabric: Path::new("/opt/memfabric bin/memfabric"),
-            quick: true,
+            memfabric: "/opt/memfabric bin/memfabric".into(),
+            suite: memfabric_model::Suite::Quick,
         };
-        let line: Vec<String> = slurm.srun_args("node7", &job).iter().map(|w| quote(w)).collect();
+        let line: Vec<String> = slurm.command("node7", &job).iter().map(|w| quote(w)).collect();
         assert_eq!(
             line.join(" "),
             "/usr/bin/srun --job-name=memfabric-acc --nodes=1 --ntasks=1 --exclusive --nodelist=node7 --time=30 --partition=compute -- '/opt/memfabric bin/memfabric' --quiet run --json --no-save --quick"
