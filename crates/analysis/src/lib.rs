@@ -14,6 +14,6 @@ pub mod audit;
 pub mod firmware;
 pub mod levels;
 pub mod noise;
-pub mod plan;
+pub mod provision;
 pub mod sweep_levels;
 pub mod theory;

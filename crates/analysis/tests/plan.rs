@@ -1,9 +1,10 @@
 //! `plan` against published tables and measurements: each test cites its
 //! source and states its tolerance.
 
-use memfabric_analysis::plan::population::{classify, layout, population};
-use memfabric_analysis::plan::{
-    numa_plan, plan_population, Bottleneck, Class, LinkChoice, PlanError, Platform, PopulationAsk, Ras, Rule,
+use memfabric_analysis::provision::population::{classify, layout, population};
+use memfabric_analysis::provision::{
+    numa_plan, plan_population, Bottleneck, Class, LinkChoice, Platform, PopulationAsk, ProvisionError, Ras,
+    Rule,
 };
 use proptest::prelude::*;
 
@@ -273,7 +274,7 @@ fn lockstep_fills_channel_pairs_and_says_its_cost_is_not_published() {
     }
 }
 
-fn err<T>(r: Result<T, PlanError>) -> String {
+fn err<T>(r: Result<T, ProvisionError>) -> String {
     r.map(|_| ()).unwrap_err().to_string()
 }
 
@@ -354,7 +355,7 @@ proptest! {
         prop_assert!(c.effective_gb_s <= c.peak_gb_s + 1e-9);
         prop_assert!(c.peak_gb_s <= p.socket_peak_gb_s() * f64::from(p.sockets) + 1e-9);
         prop_assert!(c.loss_pct >= -1e-9);
-        if c.class == Class::Balanced && p.memory.rule != memfabric_analysis::plan::Rule::ControllerSymmetry {
+        if c.class == Class::Balanced && p.memory.rule != memfabric_analysis::provision::Rule::ControllerSymmetry {
             prop_assert_eq!(c.channels_used, p.memory.channels_per_socket);
         }
     }

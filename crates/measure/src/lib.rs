@@ -5,7 +5,6 @@
 
 pub mod efficiency;
 pub mod env;
-pub mod interleave;
 #[allow(unsafe_code)]
 pub mod kernels;
 pub mod measurement;

@@ -6,6 +6,8 @@ use thiserror::Error;
 
 use crate::sys::{self, Buffer, MapError};
 
+pub mod interleave;
+
 /// Pages asked about per buffer: enough to catch a partial spill, cheap for any size.
 const MAX_SAMPLED_PAGES: usize = 4096;
 
@@ -151,7 +153,7 @@ pub fn allocate_verified(
 ) -> Result<(Buffer, Placement), String> {
     let (buf, placement) = match target {
         Target::Node(node) => allocate_on_node(size_bytes, *node, huge, affinity),
-        Target::Interleave(spec) => crate::interleave::allocate(size_bytes, spec, huge, affinity),
+        Target::Interleave(spec) => interleave::allocate(size_bytes, spec, huge, affinity),
     }
     .map_err(|e| e.to_string())?;
     if !placement.verified {

@@ -29,7 +29,7 @@ pub struct BandwidthReport {
     pub firmware: Option<crate::theory::FirmwareComparison>,
     /// Whether the cells' DRAM traffic was counted by the memory controllers.
     #[serde(default)]
-    pub dram_counting: crate::DramCounting,
+    pub dram_counting: crate::common::DramCounting,
     /// Why no share of the theoretical peak is given, where none is (no SMBIOS, a
     /// DIMM speed not readable without root...); absent when shares are given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,7 +128,7 @@ pub struct DomainScalingReport {
     pub cumulative: Vec<DomainBandwidth>,
     /// Whether the steps' DRAM traffic was counted by the memory controllers.
     #[serde(default)]
-    pub dram_counting: crate::DramCounting,
+    pub dram_counting: crate::common::DramCounting,
     /// Why no share of the theoretical peak is given, where none is (no SMBIOS, a
     /// DIMM speed not readable without root...); absent when shares are given.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -139,3 +139,12 @@ pub struct Noise {
     pub threshold_cv: f64,
     pub likely_causes: Vec<String>,
 }
+
+/// Whether a measurement's DRAM traffic was counted, and with what.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DramCounting {
+    /// The counter source used; none where no source is available or it was off.
+    pub source: Option<String>,
+    /// Why this source, or why none (what is missing and how to enable it).
+    pub reason: String,
+}

@@ -252,6 +252,43 @@ impl Figures for C2cReport {
     }
 }
 
+/// One direction's GB/s of a place, where its source counts it.
+type Pick = fn(&crate::Traffic) -> Option<f64>;
+
+/// Per place (the system, each socket, each channel) and direction, the GB/s of
+/// the run's intervals: median, range and spread, one sample per interval.
+impl Figures for crate::MonitorReport {
+    fn figures(&self) -> Vec<crate::Figure> {
+        let Outcome::Ok(m) = &self.outcome else {
+            return Vec::new();
+        };
+        let Some(first) = m.intervals.first() else {
+            return Vec::new();
+        };
+        let metrics: [(&str, Pick); 3] = [
+            ("read_gb_s", |t| t.read_gb_s),
+            ("write_gb_s", |t| t.write_gb_s),
+            ("total_gb_s", |t| Some(t.total_gb_s)),
+        ];
+        let mut out = Vec::new();
+        for (kind, place) in crate::MonitorMeasurement::places(first) {
+            for (metric, pick) in metrics {
+                let values: Vec<f64> = m
+                    .intervals
+                    .iter()
+                    .filter_map(|i| crate::MonitorMeasurement::places(i).find(|(_, t)| t.name == place.name))
+                    .filter_map(|(_, t)| pick(t))
+                    .collect();
+                if let Some(s) = crate::Summary::of(&values) {
+                    let dims = [(kind, place.name.clone())];
+                    out.push(crate::Figure::of("monitor", &dims, metric, &s));
+                }
+            }
+        }
+        out
+    }
+}
+
 /// One line for `runs list`: per metric, how many figures and their range.
 pub fn summarize(command: &str, figures: &[Figure]) -> String {
     let mut metrics: Vec<&str> = figures.iter().map(|f| f.metric.as_str()).collect();

@@ -21,6 +21,7 @@ pub mod loaded;
 pub mod mix;
 pub mod monitor;
 pub mod noise;
+pub mod run_parts;
 pub mod stats;
 pub mod stream;
 pub mod study;
@@ -46,8 +47,7 @@ pub use latency::*;
 pub use loaded::*;
 pub use mix::{Mix, UnknownMix};
 pub use monitor::{
-    CommandRun, DramCounting, DramTraffic, MonitorInterval, MonitorMeasurement, MonitorReport, SourceStatus,
-    Traffic,
+    CommandRun, DramTraffic, MonitorInterval, MonitorMeasurement, MonitorReport, SourceStatus, Traffic,
 };
 pub use noise::Noises;
 pub use stats::Summary;

@@ -158,18 +158,9 @@ impl DramTraffic {
     }
 }
 
-/// Whether a measurement's DRAM traffic was counted, and with what.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct DramCounting {
-    /// The counter source used; none where no source is available or it was off.
-    pub source: Option<String>,
-    /// Why this source, or why none (what is missing and how to enable it).
-    pub reason: String,
-}
-
 impl MonitorMeasurement {
     /// The places every interval reports: the system, each socket, each channel.
-    fn places(i: &MonitorInterval) -> impl Iterator<Item = (&'static str, &Traffic)> {
+    pub(crate) fn places(i: &MonitorInterval) -> impl Iterator<Item = (&'static str, &Traffic)> {
         let system = std::iter::once(("system", &i.system));
         system
             .chain(i.sockets.iter().map(|t| ("socket", t)))
@@ -186,43 +177,6 @@ impl MonitorMeasurement {
                 match out.iter_mut().find(|(n, _)| *n == t.name) {
                     Some((_, points)) => points.push((end, v)),
                     None => out.push((t.name.clone(), vec![(end, v)])),
-                }
-            }
-        }
-        out
-    }
-}
-
-/// One direction's GB/s of a place, where its source counts it.
-type Pick = fn(&Traffic) -> Option<f64>;
-
-/// Per place (the system, each socket, each channel) and direction, the GB/s of
-/// the run's intervals: median, range and spread, one sample per interval.
-impl crate::Figures for MonitorReport {
-    fn figures(&self) -> Vec<crate::Figure> {
-        let Outcome::Ok(m) = &self.outcome else {
-            return Vec::new();
-        };
-        let Some(first) = m.intervals.first() else {
-            return Vec::new();
-        };
-        let metrics: [(&str, Pick); 3] = [
-            ("read_gb_s", |t| t.read_gb_s),
-            ("write_gb_s", |t| t.write_gb_s),
-            ("total_gb_s", |t| Some(t.total_gb_s)),
-        ];
-        let mut out = Vec::new();
-        for (kind, place) in MonitorMeasurement::places(first) {
-            for (metric, pick) in metrics {
-                let values: Vec<f64> = m
-                    .intervals
-                    .iter()
-                    .filter_map(|i| MonitorMeasurement::places(i).find(|(_, t)| t.name == place.name))
-                    .filter_map(|(_, t)| pick(t))
-                    .collect();
-                if let Some(s) = crate::Summary::of(&values) {
-                    let dims = [(kind, place.name.clone())];
-                    out.push(crate::Figure::of("monitor", &dims, metric, &s));
                 }
             }
         }

@@ -121,20 +121,3 @@ no_noise!(
     GpuHostLatencyReport,
     GpuInjectionReport,
 );
-
-impl Noises for crate::RunReport {
-    fn noises(&self) -> Vec<&Noise> {
-        let mut out = Vec::new();
-        out.extend(self.latency.noises());
-        out.extend(self.bandwidth.noises());
-        out.extend(self.mixes.noises());
-        out.extend(self.interleaved.iter().flat_map(Noises::noises));
-        out.extend(self.all_remote.iter().flat_map(Noises::noises));
-        out.extend(self.loaded_latency.noises());
-        out.extend(self.c2c.noises());
-        out.extend(self.sweep.noises());
-        out.extend(self.gpu_bandwidth.noises());
-        out.extend(self.gpu_copy.noises());
-        out
-    }
-}

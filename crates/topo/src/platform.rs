@@ -7,24 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{format_cpulist, HardwareClass, Host, MemoryDevices, Roots, Topology};
-
-/// A fact, or why it is not known.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Fact<T> {
-    Known(T),
-    Unknown(String),
-}
-
-impl<T> Fact<T> {
-    pub fn known(&self) -> Option<&T> {
-        match self {
-            Fact::Known(v) => Some(v),
-            Fact::Unknown(_) => None,
-        }
-    }
-}
+use crate::{format_cpulist, Fact, HardwareClass, Host, MemoryDevices, Roots, Topology};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Platform {

@@ -2,7 +2,7 @@
 //! against its platform's rules.
 
 use anyhow::Result;
-use memfabric_analysis::plan::{check, CheckInput, CheckReport};
+use memfabric_analysis::provision::{check, CheckInput, CheckReport};
 use memfabric_topo::{Host, Roots};
 use serde::Serialize;
 

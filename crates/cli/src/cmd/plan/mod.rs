@@ -1,5 +1,5 @@
 //! `memfabric plan`: decide a memory population and a NUMA/link configuration
-//! before buying or rebooting. The models live in memfabric_analysis::plan;
+//! before buying or rebooting. The models live in memfabric_analysis::provision;
 //! this reads the platform files and the machine, and prints.
 
 mod check;
@@ -8,7 +8,7 @@ mod platforms;
 mod population;
 
 use anyhow::Result;
-use memfabric_analysis::plan::PlanError;
+use memfabric_analysis::provision::ProvisionError;
 
 use crate::args::{PlanAction, PlanArgs};
 use crate::output::{Ctx, Status, Usage};
@@ -23,7 +23,7 @@ pub fn run(ctx: &Ctx, a: &PlanArgs) -> Result<Status> {
 }
 
 /// A question the platform cannot answer is bad input (exit 2).
-fn usage(e: PlanError) -> anyhow::Error {
+fn usage(e: ProvisionError) -> anyhow::Error {
     Usage(e.to_string()).into()
 }
 

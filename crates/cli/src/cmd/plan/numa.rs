@@ -2,7 +2,7 @@
 //! with the efficiencies of a stored run.
 
 use anyhow::Result;
-use memfabric_analysis::plan::{calibrate, numa_plan, Calibration, LinkChoice, NumaPlan, RunFigures};
+use memfabric_analysis::provision::{calibrate, numa_plan, Calibration, LinkChoice, NumaPlan, RunFigures};
 use memfabric_model::fleet::FleetFacts;
 use memfabric_model::StoredDocument;
 use serde::Serialize;

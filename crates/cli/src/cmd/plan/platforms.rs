@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use memfabric_analysis::plan::{PlanError, Platform};
+use memfabric_analysis::provision::{Platform, ProvisionError};
 use serde::Serialize;
 
 use crate::cmd::theory::parse_toml;
@@ -60,10 +60,10 @@ fn parse(text: &str, id: &str, origin: String) -> Result<Loaded> {
     let platform: Platform = parse_toml(text, &what)?;
     platform.validate().map_err(|e| {
         let at = match &e {
-            PlanError::Platform { key, .. } => {
+            ProvisionError::Platform { key, .. } => {
                 line_of(text, key).map_or(String::new(), |l| format!(" line {l}:"))
             }
-            PlanError::Ask(_) => String::new(),
+            ProvisionError::Ask(_) => String::new(),
         };
         Usage(format!("{what}:{at} {e}"))
     })?;

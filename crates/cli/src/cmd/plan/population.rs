@@ -2,8 +2,8 @@
 //! recommendation first.
 
 use anyhow::Result;
-use memfabric_analysis::plan::population::trim;
-use memfabric_analysis::plan::{plan_population, Candidate, PopulationAsk, PopulationPlan, Ras};
+use memfabric_analysis::provision::population::trim;
+use memfabric_analysis::provision::{plan_population, Candidate, PopulationAsk, PopulationPlan, Ras};
 use memfabric_report::{render_population, PlanPoint};
 use serde::Serialize;
 

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{DimmOption, PlanError, Platform, RasSpec, Rule};
+use super::{DimmOption, Platform, ProvisionError, RasSpec, Rule};
 
 /// Triad moves two bytes read for each byte written.
 pub const TRIAD_READ_SHARE: f64 = 2.0 / 3.0;
@@ -104,10 +104,10 @@ pub struct PopulationPlan {
     pub candidates: Vec<Candidate>,
 }
 
-pub fn plan_population(p: &Platform, ask: &PopulationAsk) -> Result<PopulationPlan, PlanError> {
+pub fn plan_population(p: &Platform, ask: &PopulationAsk) -> Result<PopulationPlan, ProvisionError> {
     let spec = ras_spec(p, ask.ras)?;
     if ask.capacity_gib.is_nan() || ask.capacity_gib <= 0.0 {
-        return Err(PlanError::Ask("the capacity must be above 0".into()));
+        return Err(ProvisionError::Ask("the capacity must be above 0".into()));
     }
     let mut all = if p.memory.rule == Rule::Soldered {
         soldered(p, ask)?
@@ -126,7 +126,7 @@ pub fn plan_population(p: &Platform, ask: &PopulationAsk) -> Result<PopulationPl
     }
     let most = all.iter().map(|c| c.usable_gib).fold(0.0, f64::max);
     if all.iter().all(|c| c.usable_gib + 1e-9 < ask.capacity_gib) {
-        return Err(PlanError::Ask(format!(
+        return Err(ProvisionError::Ask(format!(
             "{} GiB is more than {} holds: at most {} GiB usable with RAS {}",
             trim(ask.capacity_gib),
             p.name,
@@ -169,7 +169,7 @@ fn keep_near(reach: &mut Vec<Candidate>, capacity: f64) {
     reach.retain(|c| c.usable_gib <= smallest[&c.dimm_gib].max(2.0 * capacity) + 1e-9);
 }
 
-fn ras_spec(p: &Platform, ras: Ras) -> Result<Option<&RasSpec>, PlanError> {
+fn ras_spec(p: &Platform, ras: Ras) -> Result<Option<&RasSpec>, ProvisionError> {
     if ras == Ras::None {
         return Ok(None);
     }
@@ -177,7 +177,7 @@ fn ras_spec(p: &Platform, ras: Ras) -> Result<Option<&RasSpec>, PlanError> {
         let offered: Vec<&str> = std::iter::once("none")
             .chain(p.ras.keys().map(String::as_str))
             .collect();
-        PlanError::Ask(format!(
+        ProvisionError::Ask(format!(
             "{} has no RAS mode {} (it offers: {})",
             p.name,
             ras.name(),
@@ -198,9 +198,9 @@ fn triad_factor(ras: Ras, spec: Option<&RasSpec>) -> Option<f64> {
     }
 }
 
-fn soldered(p: &Platform, ask: &PopulationAsk) -> Result<Vec<Candidate>, PlanError> {
+fn soldered(p: &Platform, ask: &PopulationAsk) -> Result<Vec<Candidate>, ProvisionError> {
     if ask.dimm_sizes_gib.is_some() {
-        return Err(PlanError::Ask(format!(
+        return Err(ProvisionError::Ask(format!(
             "{} has soldered memory: there are no DIMM sizes to choose",
             p.name
         )));
@@ -229,12 +229,16 @@ fn soldered(p: &Platform, ask: &PopulationAsk) -> Result<Vec<Candidate>, PlanErr
         .collect())
 }
 
-fn socketed(p: &Platform, ask: &PopulationAsk, spec: Option<&RasSpec>) -> Result<Vec<Candidate>, PlanError> {
+fn socketed(
+    p: &Platform,
+    ask: &PopulationAsk,
+    spec: Option<&RasSpec>,
+) -> Result<Vec<Candidate>, ProvisionError> {
     let dimms = chosen_dimms(p, ask)?;
     let pairs = spec.is_some_and(|s| s.channel_pairs);
     let per_group = p.memory.channels_per_socket / p.memory.groups;
     if pairs && !per_group.is_multiple_of(2) {
-        return Err(PlanError::Platform {
+        return Err(ProvisionError::Platform {
             key: "[ras.lockstep]".into(),
             message: format!(
                 "{}: lockstep pairs channels, but a group has {per_group} channels",
@@ -258,7 +262,7 @@ fn socketed(p: &Platform, ask: &PopulationAsk, spec: Option<&RasSpec>) -> Result
     Ok(out)
 }
 
-fn chosen_dimms(p: &Platform, ask: &PopulationAsk) -> Result<Vec<DimmOption>, PlanError> {
+fn chosen_dimms(p: &Platform, ask: &PopulationAsk) -> Result<Vec<DimmOption>, ProvisionError> {
     let Some(sizes) = &ask.dimm_sizes_gib else {
         return Ok(p.memory.dimms.clone());
     };
@@ -272,7 +276,7 @@ fn chosen_dimms(p: &Platform, ask: &PopulationAsk) -> Result<Vec<DimmOption>, Pl
                 .copied()
                 .ok_or_else(|| {
                     let sold: Vec<String> = p.memory.dimms.iter().map(|d| d.gib.to_string()).collect();
-                    PlanError::Ask(format!(
+                    ProvisionError::Ask(format!(
                         "{} takes DIMMs of {} GiB; {gib} GiB is not one",
                         p.name,
                         sold.join(", ")

@@ -9,7 +9,7 @@
 
 use memfabric_model::{HugePages, Interleave, InterleaveShares, Placement};
 
-use crate::placement::{tally, unchecked, PlaceError};
+use super::{tally, unchecked, PlaceError};
 use crate::sys::{self, Buffer, MapError};
 
 /// Pages asked about per buffer: all of them up to 1 GiB of 4 KiB pages.

@@ -1,4 +1,6 @@
-//! Planning before buying or rebooting: a platform's rules (a TOML file in
+//! Provisioning, what `memfabric plan` answers before buying or rebooting (named
+//! apart from `memfabric_measure::plan`, a measurement's resolved options): a
+//! platform's rules (a TOML file in
 //! `platforms/`, each citing its sources), the DIMM populations that reach a
 //! capacity, the NUMA/link what-if, and this machine against its platform.
 //!
@@ -178,7 +180,7 @@ pub struct RasSpec {
 
 /// Why a platform, or a question about it, cannot be answered (exit 2).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum PlanError {
+pub enum ProvisionError {
     /// A platform file breaks a rule its syntax cannot: `key` is the file's
     /// key (or `[table]`) the message is about, for finding its line.
     #[error("{message}")]
@@ -187,9 +189,9 @@ pub enum PlanError {
     Ask(String),
 }
 
-impl PlanError {
-    fn platform(key: &str, message: impl Into<String>) -> PlanError {
-        PlanError::Platform {
+impl ProvisionError {
+    fn platform(key: &str, message: impl Into<String>) -> ProvisionError {
+        ProvisionError::Platform {
             key: key.into(),
             message: message.into(),
         }
@@ -198,8 +200,8 @@ impl PlanError {
 
 impl Platform {
     /// The checks a file's syntax cannot make.
-    pub fn validate(&self) -> Result<(), PlanError> {
-        let bad = |key: &str, m: String| Err(PlanError::platform(key, m));
+    pub fn validate(&self) -> Result<(), ProvisionError> {
+        let bad = |key: &str, m: String| Err(ProvisionError::platform(key, m));
         let m = &self.memory;
         if self.sockets == 0 {
             return bad("sockets", "sockets must be at least 1".into());
@@ -253,8 +255,8 @@ impl Platform {
     }
 
     /// NUMA modes, links, RAS modes, sources and efficiencies.
-    fn validate_rest(&self) -> Result<(), PlanError> {
-        let bad = |key: &str, m: String| Err(PlanError::platform(key, m));
+    fn validate_rest(&self) -> Result<(), ProvisionError> {
+        let bad = |key: &str, m: String| Err(ProvisionError::platform(key, m));
         if self.numa.nodes_per_socket.is_empty() {
             return bad(
                 "nodes_per_socket",
@@ -295,7 +297,7 @@ impl Platform {
         }
         self.efficiency
             .validate()
-            .map_err(|m| PlanError::platform("[efficiency]", m))
+            .map_err(|m| ProvisionError::platform("[efficiency]", m))
     }
 
     /// GB/s of one channel at `mts` (GB = 10^9 bytes).

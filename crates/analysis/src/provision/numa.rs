@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::population::TRIAD_READ_SHARE;
-use super::{PlanError, Platform};
+use super::{Platform, ProvisionError};
 
 /// The stated efficiencies: the figure a model multiplies raw rates by.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -123,7 +123,7 @@ pub fn numa_plan(
     nps: u32,
     links: LinkChoice,
     cal: Option<&Calibration>,
-) -> Result<NumaPlan, PlanError> {
+) -> Result<NumaPlan, ProvisionError> {
     if !p.numa.nodes_per_socket.contains(&nps) {
         let offered: Vec<String> = p
             .numa
@@ -131,7 +131,7 @@ pub fn numa_plan(
             .iter()
             .map(|&n| p.numa.mode_name(n))
             .collect();
-        return Err(PlanError::Ask(format!(
+        return Err(ProvisionError::Ask(format!(
             "{} offers {}; not {}",
             p.name,
             offered.join(", "),
@@ -199,10 +199,10 @@ pub fn numa_plan(
     })
 }
 
-fn link_use(p: &Platform, ask: LinkChoice) -> Result<Option<LinkUse>, PlanError> {
+fn link_use(p: &Platform, ask: LinkChoice) -> Result<Option<LinkUse>, ProvisionError> {
     let Some(spec) = &p.links else {
         if ask.count.is_some() || ask.lanes.is_some() || ask.gbps.is_some() {
-            return Err(PlanError::Ask(format!(
+            return Err(ProvisionError::Ask(format!(
                 "{} has one socket: there are no socket links",
                 p.name
             )));
@@ -213,7 +213,7 @@ fn link_use(p: &Platform, ask: LinkChoice) -> Result<Option<LinkUse>, PlanError>
         .count
         .unwrap_or_else(|| spec.counts.iter().copied().max().unwrap_or(1));
     if !spec.counts.contains(&count) {
-        return Err(PlanError::Ask(format!(
+        return Err(ProvisionError::Ask(format!(
             "{} joins sockets with {} {} link(s); not {count}",
             p.name,
             join(&spec.counts),
@@ -222,7 +222,7 @@ fn link_use(p: &Platform, ask: LinkChoice) -> Result<Option<LinkUse>, PlanError>
     }
     if let Some(per_link) = spec.gb_s_per_link {
         if ask.lanes.is_some() || ask.gbps.is_some() {
-            return Err(PlanError::Ask(format!(
+            return Err(ProvisionError::Ask(format!(
                 "{}'s {} links have a fixed rate: --link-width and --link-gbps do not apply",
                 p.name, spec.kind
             )));
@@ -242,7 +242,7 @@ fn link_use(p: &Platform, ask: LinkChoice) -> Result<Option<LinkUse>, PlanError>
     }
     let lanes = ask.lanes.unwrap_or(spec.widths[0]);
     if !spec.widths.contains(&lanes) {
-        return Err(PlanError::Ask(format!(
+        return Err(ProvisionError::Ask(format!(
             "{} links run x{}; not x{lanes}",
             spec.kind,
             spec.widths
@@ -255,7 +255,7 @@ fn link_use(p: &Platform, ask: LinkChoice) -> Result<Option<LinkUse>, PlanError>
     let top = spec.gbps.unwrap_or(0.0);
     let gbps = ask.gbps.unwrap_or(top);
     if !(gbps > 0.0 && gbps <= top) {
-        return Err(PlanError::Ask(format!(
+        return Err(ProvisionError::Ask(format!(
             "{} lanes run above 0 and at most {top} Gbit/s; not {gbps}",
             spec.kind
         )));
@@ -302,8 +302,13 @@ pub struct Calibration {
 /// node's peak (from the run's own channels and speed where it recorded them),
 /// and, where the links limited its interleaved Triad, that over the links'
 /// raw rate (the platform's best link setting, which the run is taken to have).
-pub fn calibrate(p: &Platform, r: &RunFigures) -> Result<Calibration, PlanError> {
-    let refuse = |m: String| Err(PlanError::Ask(format!("cannot calibrate from {}: {m}", r.run)));
+pub fn calibrate(p: &Platform, r: &RunFigures) -> Result<Calibration, ProvisionError> {
+    let refuse = |m: String| {
+        Err(ProvisionError::Ask(format!(
+            "cannot calibrate from {}: {m}",
+            r.run
+        )))
+    };
     if r.sockets != p.sockets as usize {
         return refuse(format!(
             "it ran on {} socket(s); {} has {}",
