@@ -348,6 +348,3 @@ impl Drive<'_> {
         })
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -6,20 +6,10 @@ use memfabric_fleet::ingest::new_run;
 use memfabric_fleet::suite::of_document;
 use memfabric_model::fleet::FleetFacts;
 use memfabric_model::{StoredDocument, Suite};
-use memfabric_store::Store;
 use serde_json::Value;
 
-fn fixture_documents() -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("runs.sqlite");
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/fixtures/store/runs-v0.4.0.sqlite"
-    );
-    std::fs::copy(fixture, &db).unwrap();
-    let store = Store::open(&db).unwrap();
-    (1..=16).map(|id| store.document(id).unwrap()).collect()
-}
+mod common;
+use common::fixture_documents;
 
 /// Every `noise` object anywhere in the JSON, as a flag line: what the typed reading
 /// must find, whatever the result's shape.

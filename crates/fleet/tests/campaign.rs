@@ -7,10 +7,15 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use memfabric_fleet::campaign::{check_name, retry_nodes, run};
+use memfabric_fleet::{
+    Campaign, CampaignEnd, CampaignProgress, FleetError, Job, JobExit, Observer, Scheduler, Silent, Submitted,
+};
+use memfabric_model::fleet::NodeStatus;
 use memfabric_model::Suite;
+use memfabric_store::Store;
 
-use super::*;
-use crate::Silent;
+mod common;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Fate {
@@ -149,15 +154,7 @@ impl Scheduler for Fake {
 
 /// The run document memfabric 0.4.0 stored on the development machine.
 fn run_document() -> serde_json::Value {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("runs.sqlite");
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/fixtures/store/runs-v0.4.0.sqlite"
-    );
-    std::fs::copy(fixture, &db).unwrap();
-    let store = Store::open(&db).unwrap();
-    serde_json::from_str(&store.document(1).unwrap()).unwrap()
+    serde_json::from_str(&common::fixture_documents()[0]).unwrap()
 }
 
 /// Records the progress it is shown; asks to stop once `stop_after` jobs ended.
@@ -265,9 +262,12 @@ fn every_node_ends_stored_or_failed_with_the_schedulers_reason() {
     let run_id = ok[0].run_id.unwrap();
     assert_eq!(store.summary(run_id).unwrap().label.as_deref(), Some("n1"));
     assert!(c.results.join("n1.json").is_file() && !c.results.join("n1.json.part").exists());
-    let report = crate::campaign_report(&store, "acc").unwrap().unwrap();
+    let report = memfabric_fleet::campaign_report(&store, "acc").unwrap().unwrap();
     assert_eq!(report.hosts, 2);
-    assert_eq!(crate::hosts::missing(&store.nodes("acc").unwrap()).len(), 4);
+    assert_eq!(
+        memfabric_fleet::hosts::missing(&store.nodes("acc").unwrap()).len(),
+        4
+    );
     // Progress: a first line, then one per ended job, with an estimate once one ended.
     let lines = w.lines.lock().unwrap();
     assert_eq!(lines[0].news, "5 nodes to run as jobs named memfabric-acc");
