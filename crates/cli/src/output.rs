@@ -136,6 +136,10 @@ impl Ctx {
         let text = encode(&envelope)?;
         let mut saved = None;
         if let Some(to) = &self.save {
+            if let Err(e) = check(&text) {
+                self.print(&text, &f.text)?;
+                return Err(anyhow::anyhow!("the result was not saved: {e}"));
+            }
             let mut store = Store::open_location(&to.location)?;
             let stored = StoredDocument {
                 schema_version: SCHEMA_VERSION,
@@ -150,12 +154,12 @@ impl Ctx {
             eprintln!("memfabric: saved as run {id} in {}", store.location());
             saved = Some(id);
         }
-        if self.json {
-            print_all(&text)?;
-        } else {
-            print_all(&f.text)?;
-        }
+        self.print(&text, &f.text)?;
         Ok(saved)
+    }
+
+    fn print(&self, document: &str, text: &str) -> Result<()> {
+        print_all(if self.json { document } else { text })
     }
 
     /// Saves and prints a measurement's report; exit status 1 when any of its cells
@@ -208,6 +212,13 @@ impl Ctx {
             result,
         }
     }
+}
+
+/// What `fleet ingest` would hold against the document, held against it before it
+/// is saved: a figure no memory gives is not stored from either path.
+fn check(document: &str) -> Result<(), String> {
+    let value: serde_json::Value = serde_json::from_str(document).map_err(|e| e.to_string())?;
+    memfabric_model::validate::validate(&value, memfabric_store::now_unix_s()).map_err(|e| e.to_string())
 }
 
 /// A JSON document as printed: pretty, ending in a newline.

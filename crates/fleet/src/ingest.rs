@@ -114,6 +114,7 @@ pub fn new_run(text: &str, campaign: Option<&str>) -> Result<NewRun, String> {
     if value["tool"]["name"] != "memfabric" {
         return Err("it is not a memfabric document (no tool.name \"memfabric\")".into());
     }
+    memfabric_model::validate::validate(&value, memfabric_store::now_unix_s()).map_err(|e| e.to_string())?;
     let doc_hash = memfabric_store::value_hash(&value);
     let doc = StoredDocument::from_value(value).map_err(|e| e.to_string())?;
     if doc.environment.is_none() {

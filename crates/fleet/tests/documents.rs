@@ -78,3 +78,14 @@ fn the_suite_is_the_one_the_run_document_records() {
     assert_eq!(of_document(&docs[4]), None, "a stream document");
     assert_eq!(of_document("not json"), None);
 }
+
+#[test]
+fn every_document_memfabric_wrote_passes_validation() {
+    for text in fixture_documents() {
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let now = v["started_unix_s"].as_u64().unwrap();
+        if let Err(e) = memfabric_model::validate::validate(&v, now) {
+            panic!("{} document: {e}", v["command"]);
+        }
+    }
+}

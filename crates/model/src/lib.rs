@@ -30,6 +30,7 @@ pub mod sweep;
 pub mod theory;
 pub mod tiers;
 pub mod units;
+pub mod validate;
 
 pub use bandwidth::*;
 pub use c2c::*;

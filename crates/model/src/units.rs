@@ -54,6 +54,32 @@ pub fn format_size(bytes: u64) -> String {
     format!("{bytes}B")
 }
 
+/// A Unix time as "YYYY-MM-DD HH:MM UTC".
+pub fn utc(unix_s: u64) -> String {
+    // Days since 1970 to a civil date (Howard Hinnant's algorithm), UTC.
+    let days = (unix_s / 86_400) as i64;
+    let secs = unix_s % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        secs / 3600,
+        secs % 3600 / 60
+    )
+}
+
+/// A Unix time's day, "YYYY-MM-DD" (UTC).
+pub fn utc_date(unix_s: u64) -> String {
+    utc(unix_s)[..10].to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

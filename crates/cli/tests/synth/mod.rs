@@ -219,9 +219,16 @@ impl Templates {
     }
 }
 
-fn summary(median: f64, cv: f64) -> Value {
-    json!({"count": 5, "min": median * (1.0 - 2.0 * cv), "median": median, "p99": median * (1.0 + 2.0 * cv),
-           "max": median * (1.0 + 2.0 * cv), "mean": median, "cv": cv})
+/// Five samples spread by `cv` around `median`, and their summary: a document whose
+/// raw samples agree with its figures, as memfabric writes them.
+fn measured(median: f64, cv: f64) -> (Value, Value) {
+    let samples: Vec<f64> = [-2.0, -1.0, 0.0, 1.0, 2.0]
+        .iter()
+        .map(|k| median * (1.0 + k * cv))
+        .collect();
+    let summary = json!({"count": 5, "min": samples[0], "median": median, "p99": samples[4],
+           "max": samples[4], "mean": median, "cv": cv});
+    (summary, json!(samples))
 }
 
 fn noise(noisy: bool) -> Value {
@@ -239,14 +246,16 @@ fn placement(node: usize) -> Value {
 
 fn latency_cell(c: usize, m: usize, ns: f64, noisy: bool) -> Value {
     let cv = if noisy { 0.14 } else { 0.01 };
-    json!({"cpu": c, "cpu_node": c, "mem_node": m, "outcome": {"status": "ok", "latency_ns": summary(ns, cv),
-        "samples_ns": [ns], "loads_per_sample": 4096, "cycle_verified_elements": 1024, "placement": placement(m), "noise": noise(noisy)}})
+    let (summary, samples) = measured(ns, cv);
+    json!({"cpu": c, "cpu_node": c, "mem_node": m, "outcome": {"status": "ok", "latency_ns": summary,
+        "samples_ns": samples, "loads_per_sample": 4096, "cycle_verified_elements": 1024, "placement": placement(m), "noise": noise(noisy)}})
 }
 
 fn bandwidth_cell(mix: &str, c: usize, m: usize, gbs: f64, noisy: bool) -> Value {
     let cv = if noisy { 0.14 } else { 0.01 };
+    let (summary, samples) = measured(gbs, cv);
     json!({"mix": mix, "cpu_node": c, "mem_node": m, "cpus": [c], "efficiency": null, "outcome": {"status": "ok",
-        "bandwidth_gb_s": summary(gbs, cv), "samples_gb_s": [gbs], "bytes_per_sample": 1024, "validated_elements": 0,
+        "bandwidth_gb_s": summary, "samples_gb_s": samples, "bytes_per_sample": 1024, "validated_elements": 0,
         "placement": [placement(m)], "noise": noise(noisy)}})
 }
 
@@ -392,12 +401,14 @@ pub fn document(t: &Templates, c: &Class, class_index: usize, i: usize, fault: O
         let mut s = t.stream.clone();
         for f in s["outcome"]["functions"].as_array_mut().expect("functions") {
             let gbs = c.interleaved * inter * rng.spread(0.015);
-            f["bandwidth_gb_s"] = summary(gbs, 0.01);
+            (f["bandwidth_gb_s"], f["samples_gb_s"]) = measured(gbs, 0.01);
             f["best_gb_s"] = json!(gbs * 1.01);
         }
         r["interleaved"] = s;
         let mut a = t.concurrent.clone();
-        a["outcome"]["total_gb_s"] = summary(c.all_remote * remote_all * rng.spread(0.015), 0.01);
+        let o = &mut a["outcome"];
+        (o["total_gb_s"], o["total_samples_gb_s"]) =
+            measured(c.all_remote * remote_all * rng.spread(0.015), 0.01);
         r["all_remote"] = a;
     }
     doc
