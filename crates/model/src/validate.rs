@@ -193,7 +193,7 @@ fn in_range(raw: &Value, path: &str, unit: Option<&str>, peak: Option<f64>) -> R
 
 fn summary(s: &Map<String, Value>, path: &str, unit: Option<&str>, peak: Option<f64>) -> Result<(), Invalid> {
     let count = &s["count"];
-    if !count.as_u64().is_some_and(|c| c >= 1) {
+    if count.as_u64().is_none_or(|c| c < 1) {
         return Err(invalid(
             &format!("{path}.count"),
             count,
