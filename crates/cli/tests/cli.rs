@@ -14,6 +14,8 @@ mod c2c;
 mod fleet;
 #[path = "cli/gpu.rs"]
 mod gpu;
+#[path = "cli/hostile.rs"]
+mod hostile;
 #[path = "cli/loaded.rs"]
 mod loaded;
 #[path = "cli/monitor.rs"]

@@ -235,6 +235,16 @@ impl Drive<'_> {
         self.done += 1;
         self.durations.push(r.started.elapsed().as_secs_f64());
         let part = self.path(&r.node, "json.part");
+        let size = std::fs::metadata(&part).map_or(0, |m| m.len());
+        if size > crate::ingest::MAX_DOCUMENT_BYTES as u64 {
+            self.failed += 1;
+            let reason = format!(
+                "its output is {size} bytes, over the {} MiB a document may be",
+                crate::ingest::MAX_DOCUMENT_BYTES >> 20
+            );
+            self.record(&r.node, NodeStatus::Failed, Some(reason.clone()), None)?;
+            return Ok(format!("{} failed: {reason}", r.node));
+        }
         let text = std::fs::read_to_string(&part).unwrap_or_default();
         let log = self.path(&r.node, "log");
         let why = || failure_reason(&log, exit);

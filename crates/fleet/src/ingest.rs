@@ -1,7 +1,7 @@
 //! `memfabric fleet ingest`: JSON run documents from many hosts into one store, each
 //! stored once however often it is ingested.
 
-use std::io::Read;
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use memfabric_model::StoredDocument;
@@ -13,6 +13,11 @@ use crate::{FleetError, Observer};
 
 /// Documents stored per transaction: a kill loses at most this many, never half of one.
 pub const BATCH: usize = 64;
+/// A batch also ends once its documents hold this many bytes, so that memory stays
+/// bounded by the document limit, not by the number of documents or files.
+const BATCH_BYTES: usize = 64 << 20;
+/// The largest document read by default (`--max-document-size`).
+pub const MAX_DOCUMENT_BYTES: usize = 16 << 20;
 
 /// Where documents come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,15 +34,11 @@ impl Source {
         }
     }
 
-    fn read(&self) -> std::io::Result<String> {
-        match self {
-            Source::Stdin => {
-                let mut text = String::new();
-                std::io::stdin().read_to_string(&mut text)?;
-                Ok(text)
-            }
-            Source::File(p) => std::fs::read_to_string(p),
-        }
+    fn open(&self) -> std::io::Result<Box<dyn BufRead>> {
+        Ok(match self {
+            Source::Stdin => Box::new(std::io::stdin().lock()),
+            Source::File(p) => Box::new(std::io::BufReader::new(std::fs::File::open(p)?)),
+        })
     }
 }
 
@@ -83,31 +84,6 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The documents in a text: one, or several one after another (e.g. `cat *.json`).
-fn documents(text: &str) -> Vec<Result<&str, String>> {
-    let mut out = Vec::new();
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<serde::de::IgnoredAny>();
-    let mut start = 0;
-    loop {
-        match stream.next() {
-            None => break,
-            Some(Ok(_)) => {
-                let end = stream.byte_offset();
-                out.push(Ok(text[start..end].trim()));
-                start = end;
-            }
-            Some(Err(e)) => {
-                out.push(Err(format!("it is not JSON ({e})")));
-                break;
-            }
-        }
-    }
-    if out.is_empty() {
-        out.push(Err("it holds no JSON document".into()));
-    }
-    out
-}
-
 /// A document as a run to store, or why it cannot be one.
 pub fn new_run(text: &str, campaign: Option<&str>) -> Result<NewRun, String> {
     let value: Value = serde_json::from_str(text).map_err(|e| format!("it is not JSON ({e})"))?;
@@ -150,30 +126,14 @@ pub struct Rejected {
     pub reason: String,
 }
 
-/// One source's documents, named "file" or "file#2" when it holds several.
-fn converted(source: &Source, campaign: Option<&str>) -> Vec<(String, Result<NewRun, String>)> {
-    let name = source.name();
-    let text = match source.read() {
-        Ok(t) => t,
-        Err(e) => return vec![(name, Err(format!("cannot read it: {e}")))],
-    };
-    let docs = documents(&text);
-    let several = docs.len() > 1;
-    docs.into_iter()
-        .enumerate()
-        .map(|(i, d)| {
-            let label = if several {
-                format!("{name}#{}", i + 1)
-            } else {
-                name.clone()
-            };
-            (label, d.and_then(|t| new_run(t, campaign)))
-        })
-        .collect()
+/// A document read from a source, named "file" or "file#2" when it holds several.
+struct Read {
+    name: String,
+    text: Result<String, String>,
 }
 
-/// Converts a batch of sources on every CPU: parsing dominates ingest.
-fn convert_batch(batch: &[Source], campaign: Option<&str>) -> Vec<(String, Result<NewRun, String>)> {
+/// Converts a batch of documents on every CPU: parsing dominates ingest.
+fn convert_batch(batch: &[Read], campaign: Option<&str>) -> Vec<Result<NewRun, String>> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(batch.len().max(1));
@@ -184,7 +144,12 @@ fn convert_batch(batch: &[Source], campaign: Option<&str>) -> Vec<(String, Resul
             .map(|part| {
                 s.spawn(move || {
                     part.iter()
-                        .flat_map(|src| converted(src, campaign))
+                        .map(|r| {
+                            r.text
+                                .as_ref()
+                                .map_err(Clone::clone)
+                                .and_then(|t| new_run(t, campaign))
+                        })
                         .collect::<Vec<_>>()
                 })
             })
@@ -196,6 +161,96 @@ fn convert_batch(batch: &[Source], campaign: Option<&str>) -> Vec<(String, Resul
     })
 }
 
+/// How an ingest goes: what it stores in, the counts so far, the batch being read.
+struct Batches<'a> {
+    store: &'a mut Store,
+    campaign: Option<&'a str>,
+    obs: &'a dyn Observer,
+    done: Ingested,
+    batch: Vec<Read>,
+    bytes: usize,
+}
+
+impl Batches<'_> {
+    fn push(&mut self, r: Read) -> Result<(), FleetError> {
+        self.bytes += r.text.as_ref().map_or(0, String::len);
+        self.batch.push(r);
+        if self.batch.len() >= BATCH || self.bytes >= BATCH_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Stores the batch in one transaction, after a last look for a stop signal.
+    fn flush(&mut self) -> Result<(), FleetError> {
+        if let Some(signal) = self.obs.stop_signal() {
+            self.obs.finish();
+            let d = &self.done;
+            let text = format!(
+                "stopped after {} documents: {} stored, {} duplicate, {} rejected; the rest were not read. Ingesting the same inputs again stores only the rest",
+                d.documents,
+                d.new,
+                d.duplicate,
+                d.rejected.len()
+            );
+            return Err(FleetError::Interrupted { signal, text });
+        }
+        let batch = std::mem::take(&mut self.batch);
+        self.bytes = 0;
+        let mut runs = Vec::new();
+        for (r, run) in batch.iter().zip(convert_batch(&batch, self.campaign)) {
+            self.done.documents += 1;
+            match run {
+                Ok(run) => runs.push(run),
+                Err(reason) => self.done.rejected.push(Rejected {
+                    source: r.name.clone(),
+                    reason,
+                }),
+            }
+        }
+        for saved in self.store.save_all(&runs)? {
+            match saved {
+                Saved::New(_) => self.done.new += 1,
+                Saved::Duplicate(_) => self.done.duplicate += 1,
+            }
+        }
+        Ok(())
+    }
+
+    /// Every document of one source, each at most `limit` bytes.
+    fn source(&mut self, source: &Source, limit: usize) -> Result<(), FleetError> {
+        let name = source.name();
+        let reader = match source.open() {
+            Ok(r) => r,
+            Err(e) => {
+                return self.push(Read {
+                    name,
+                    text: Err(format!("cannot read it: {e}")),
+                })
+            }
+        };
+        let mut docs = crate::reader::Documents::new(reader, limit).peekable();
+        if docs.peek().is_none() {
+            return self.push(Read {
+                name,
+                text: Err("it holds no JSON document".into()),
+            });
+        }
+        let mut i = 0;
+        while let Some(text) = docs.next() {
+            i += 1;
+            let several = i > 1 || docs.peek().is_some();
+            let name = if several {
+                format!("{name}#{i}")
+            } else {
+                name.clone()
+            };
+            self.push(Read { name, text })?;
+        }
+        Ok(())
+    }
+}
+
 /// A campaign to ingest into needs a name.
 pub fn check_campaign(campaign: Option<&str>) -> Result<(), FleetError> {
     if campaign.is_some_and(|c| c.trim().is_empty()) {
@@ -204,69 +259,44 @@ pub fn check_campaign(campaign: Option<&str>) -> Result<(), FleetError> {
     Ok(())
 }
 
-/// Stores every document of `sources` in batches of [`BATCH`], each batch in one
-/// transaction. A stop signal between batches ends it with the counts so far:
-/// what was stored stays stored, and ingesting again stores only the rest.
+/// Stores every document of `sources`, each at most `limit` bytes, in batches of
+/// [`BATCH`] documents (or 64 MiB), each batch in one transaction. A stop signal
+/// between batches ends it with the counts so far: what was stored stays stored, and
+/// ingesting again stores only the rest.
 pub fn ingest(
     store: &mut Store,
     sources: &[Source],
     campaign: Option<&str>,
+    limit: usize,
     obs: &dyn Observer,
 ) -> Result<Ingested, FleetError> {
     check_campaign(campaign)?;
-    let mut done = Ingested {
+    let done = Ingested {
         store: store.location().to_string(),
         campaign: campaign.map(str::to_string),
         ..Ingested::default()
     };
+    let mut b = Batches {
+        store,
+        campaign,
+        obs,
+        done,
+        batch: Vec::new(),
+        bytes: 0,
+    };
     obs.begin("ingest", sources.len() as u64);
-    for batch in sources.chunks(BATCH) {
-        if let Some(signal) = obs.stop_signal() {
-            obs.finish();
-            let text = format!(
-                "stopped after {} documents ({} new, {} duplicate, {} rejected); the rest were not read",
-                done.documents,
-                done.new,
-                done.duplicate,
-                done.rejected.len()
-            );
-            return Err(FleetError::Interrupted { signal, text });
-        }
-        let mut runs = Vec::new();
-        for (source, run) in convert_batch(batch, campaign) {
-            done.documents += 1;
-            match run {
-                Ok(r) => runs.push(r),
-                Err(reason) => done.rejected.push(Rejected { source, reason }),
-            }
-        }
-        for saved in store.save_all(&runs)? {
-            match saved {
-                Saved::New(_) => done.new += 1,
-                Saved::Duplicate(_) => done.duplicate += 1,
-            }
-        }
-        for s in batch {
-            obs.advance(&s.name());
-        }
+    for s in sources {
+        b.source(s, limit)?;
+        obs.advance(&s.name());
     }
+    b.flush()?;
     obs.finish();
-    Ok(done)
+    Ok(b.done)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn documents_one_after_another_are_split_and_a_broken_tail_is_named() {
-        let text = "{\"a\": 1}\n{\"b\": [2]}\n{\"c\":";
-        let docs = documents(text);
-        assert_eq!(docs[0], Ok("{\"a\": 1}"));
-        assert_eq!(docs[1], Ok("{\"b\": [2]}"));
-        assert!(docs[2].as_ref().is_err_and(|e| e.starts_with("it is not JSON")));
-        assert!(documents("  \n").pop().unwrap().is_err());
-    }
 
     #[test]
     fn only_memfabric_measurement_documents_are_runs() {

@@ -13,12 +13,13 @@ use thiserror::Error;
 pub mod campaign;
 pub mod hosts;
 pub mod ingest;
+pub mod reader;
 pub mod scheduler;
 pub mod slurm;
 pub mod suite;
 
 pub use campaign::{Campaign, CampaignEnd, CampaignProgress};
-pub use hosts::{backfill, campaign_report, hosts};
+pub use hosts::{backfill, campaign_report, conflicts, hosts, report};
 pub use ingest::{ingest, sources, Ingested, Rejected, Source};
 pub use scheduler::{Job, JobExit, Scheduler, Submitted};
 pub use slurm::Slurm;

@@ -18,6 +18,8 @@ pub const MAX_GB_S: f64 = 1e6;
 pub const PEAK_FACTOR: f64 = 100.0;
 /// No memory answers a load faster.
 pub const MIN_LATENCY_NS: f64 = 0.1;
+/// Nor slower: a second per load is a stalled machine or a corrupt figure.
+pub const MAX_LATENCY_NS: f64 = 1e9;
 /// A document dated further ahead of the ingesting clock is refused.
 pub const MAX_FUTURE_S: u64 = 86_400;
 
@@ -164,7 +166,7 @@ fn number(s: &Map<String, Value>, key: &str, path: &str) -> Result<f64, Invalid>
 }
 
 /// The range a figure in `unit` may take: bandwidth above 0 and under the bound,
-/// latency above [`MIN_LATENCY_NS`], other units 0 or more.
+/// latency from [`MIN_LATENCY_NS`] to [`MAX_LATENCY_NS`], other units 0 or more.
 fn in_range(raw: &Value, path: &str, unit: Option<&str>, peak: Option<f64>) -> Result<(), Invalid> {
     let v = raw.as_f64().unwrap_or(f64::NAN);
     let bad = |rule: String| Err(invalid(path, raw, rule));
@@ -186,6 +188,9 @@ fn in_range(raw: &Value, path: &str, unit: Option<&str>, peak: Option<f64>) -> R
             Ok(())
         }
         Some("_ns") if v < MIN_LATENCY_NS => bad(format!("no memory answers in under {MIN_LATENCY_NS} ns")),
+        Some("_ns") if v > MAX_LATENCY_NS => bad(format!(
+            "no memory takes over {MAX_LATENCY_NS:e} ns (a second) per load"
+        )),
         _ if v < 0.0 => bad("a measured quantity is never negative".into()),
         _ => Ok(()),
     }

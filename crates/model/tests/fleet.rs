@@ -30,6 +30,8 @@ fn host(i: usize, triad: f64, latency: f64) -> FleetHost {
     facts.headlines.insert("local_latency_ns".into(), latency);
     FleetHost {
         run_id: i as i64,
+        measured_unix_s: 1_796_000_000,
+        stored_unix_s: 1_796_000_100,
         name: format!("node{i:03}"),
         host_id: Some(format!("machine-id:{i:016x}")),
         facts,

@@ -145,6 +145,8 @@ pub struct FleetRow {
     pub campaign: Option<String>,
     /// `FleetFacts` as JSON.
     pub facts: String,
+    /// When it was stored (saved or ingested).
+    pub saved_unix_s: u64,
 }
 
 /// What became of one node of a campaign.
@@ -215,7 +217,8 @@ pub trait Backend {
     /// Saves runs and their figures in one transaction: all of them or none. A run
     /// whose document is already stored is not stored again.
     fn save_all(&mut self, runs: &[NewRun]) -> Result<Vec<Saved>, StoreError>;
-    /// The runs that carry fleet facts, newest first; only one campaign's if given.
+    /// The runs that carry fleet facts, the newest measured first (then the newest
+    /// stored); only one campaign's if given.
     fn fleet(&mut self, campaign: Option<&str>) -> Result<Vec<FleetRow>, StoreError>;
     /// Runs stored without fleet facts (before schema 3): id and document.
     fn without_facts(&mut self) -> Result<Vec<(i64, String)>, StoreError>;

@@ -247,8 +247,8 @@ impl Backend for PgStore {
 
     fn fleet(&mut self, campaign: Option<&str>) -> Result<Vec<FleetRow>, StoreError> {
         let rows = self.client.query(
-            "SELECT id, started_unix_s, host, host_id, class_key, campaign, facts FROM runs
-             WHERE facts IS NOT NULL AND ($1::TEXT IS NULL OR campaign = $1) ORDER BY id DESC",
+            "SELECT id, started_unix_s, host, host_id, class_key, campaign, facts, saved_unix_s FROM runs
+             WHERE facts IS NOT NULL AND ($1::TEXT IS NULL OR campaign = $1) ORDER BY started_unix_s DESC, id DESC",
             &[&campaign],
         );
         let rows = rows.map_err(|e| self.err(e))?;
@@ -262,6 +262,7 @@ impl Backend for PgStore {
                 class_key: r.get(4),
                 campaign: r.get(5),
                 facts: r.get(6),
+                saved_unix_s: r.get::<_, i64>(7) as u64,
             })
             .collect())
     }

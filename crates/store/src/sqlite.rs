@@ -196,8 +196,8 @@ impl Backend for SqliteStore {
     fn fleet(&mut self, campaign: Option<&str>) -> Result<Vec<FleetRow>, StoreError> {
         let read = || -> rusqlite::Result<Vec<FleetRow>> {
             let mut stmt = self.conn.prepare(
-                "SELECT id, started_unix_s, host, host_id, class_key, campaign, facts FROM runs
-                 WHERE facts IS NOT NULL AND (?1 IS NULL OR campaign = ?1) ORDER BY id DESC",
+                "SELECT id, started_unix_s, host, host_id, class_key, campaign, facts, saved_unix_s FROM runs
+                 WHERE facts IS NOT NULL AND (?1 IS NULL OR campaign = ?1) ORDER BY started_unix_s DESC, id DESC",
             )?;
             let rows = stmt.query_map([campaign], |r| {
                 Ok(FleetRow {
@@ -208,6 +208,7 @@ impl Backend for SqliteStore {
                     class_key: r.get(4)?,
                     campaign: r.get(5)?,
                     facts: r.get(6)?,
+                    saved_unix_s: r.get::<_, i64>(7)? as u64,
                 })
             })?;
             rows.collect()

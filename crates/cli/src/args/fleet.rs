@@ -31,7 +31,7 @@ pub enum FleetAction {
     Run(FleetRunArgs),
     /// Store JSON run documents from many hosts; a document already stored is counted as a duplicate, not stored again
     #[command(
-        after_help = "INPUT: a document file (one document, or several one after another), a directory (every *.json file under it), or - for standard input.\nExit status: 0 when every document was stored or already there; 1 when any was rejected (the others are stored, and each rejection is listed with its reason); 2 for bad arguments."
+        after_help = "INPUT: a document file (one document, or several one after another), a directory (every *.json file under it), or - for standard input.\nEvery document is checked before it is stored (docs/RELIABILITY.md): each figure a finite number in its physical range (bandwidth above 0 and under 100 times its path's peak, latency above 0.1 ns), statistics ordered (min <= median <= p99 <= max), raw samples agreeing with their summary, a date at most a day ahead of this clock, a size within --max-document-size; a document that fails is rejected with the first failing figure's path and value.\nExit status: 0 when every document was stored or already there; 1 when any was rejected (the others are stored, and each rejection is listed with its reason); 2 for bad arguments."
     )]
     Ingest(IngestArgs),
     /// Judge every host against its hardware class: medians, outliers with their likely causes, configuration drift
@@ -121,6 +121,17 @@ pub struct IngestArgs {
     /// The campaign these runs belong to, e.g. "acceptance-2026-12" (what `fleet report --campaign` selects)
     #[arg(long, value_name = "ID")]
     pub campaign: Option<String>,
+    /// The largest document read (binary multiples: 16M = 16 MiB); a larger one is rejected with its size, unread
+    #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = document_size)]
+    pub max_document_size: usize,
+}
+
+fn document_size(s: &str) -> Result<usize, String> {
+    let bytes = memfabric_model::parse_size(s).map_err(|e| e.to_string())?;
+    match usize::try_from(bytes) {
+        Ok(b) if b >= 1024 => Ok(b),
+        _ => Err(format!("{s}: give at least 1K")),
+    }
 }
 
 #[derive(Debug, Args)]

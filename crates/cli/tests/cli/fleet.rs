@@ -137,7 +137,9 @@ fn forms_of_the_report(store: &Path, r: &Value, planted_hosts: &[&str]) {
         .output()
         .unwrap();
     let csv = String::from_utf8(csv.stdout).unwrap();
-    assert!(csv.starts_with("class,host,host_id,run_id,figure,value,class_median,worse_pct,outlier,causes\n"));
+    assert!(csv.starts_with(
+        "class,host,host_id,run_id,figure,value,class_median,worse_pct,outlier,causes,measured_unix_s,stored_unix_s\n"
+    ));
     let outlier_rows = csv.lines().filter(|l| l.contains(",true,")).count();
     assert_eq!(outlier_rows, r["outliers"].as_array().unwrap().len());
 

@@ -330,6 +330,21 @@ fn platform(c: &Class, host_id: &str, fault: Option<Fault>) -> Value {
     })
 }
 
+/// The STREAM-interleaved and all-remote parts of a multi-node host's run, moved by
+/// the fault's effects on them.
+fn multi_node(t: &Templates, c: &Class, rng: &mut Rng, inter: f64, remote_all: f64) -> (Value, Value) {
+    let mut s = t.stream.clone();
+    for f in s["outcome"]["functions"].as_array_mut().expect("functions") {
+        let gbs = c.interleaved * inter * rng.spread(0.015);
+        (f["bandwidth_gb_s"], f["samples_gb_s"]) = measured(gbs, 0.01);
+        f["best_gb_s"] = json!(gbs * 1.01);
+    }
+    let mut a = t.concurrent.clone();
+    let total = c.all_remote * remote_all * rng.spread(0.015);
+    (a["outcome"]["total_gb_s"], a["outcome"]["total_samples_gb_s"]) = measured(total, 0.01);
+    (s, a)
+}
+
 /// Host `i` of class `c` as a `run` document.
 pub fn document(t: &Templates, c: &Class, class_index: usize, i: usize, fault: Option<Fault>) -> Value {
     let mut rng = Rng::new(((class_index as u64) << 32) ^ i as u64);
@@ -398,18 +413,9 @@ pub fn document(t: &Templates, c: &Class, class_index: usize, i: usize, fault: O
     let mean = c.c2c_ns * c2c * rng.spread(0.01);
     r["c2c"]["matrices"][0]["mean_one_way_ns"] = json!(mean);
     if c.nodes > 1 {
-        let mut s = t.stream.clone();
-        for f in s["outcome"]["functions"].as_array_mut().expect("functions") {
-            let gbs = c.interleaved * inter * rng.spread(0.015);
-            (f["bandwidth_gb_s"], f["samples_gb_s"]) = measured(gbs, 0.01);
-            f["best_gb_s"] = json!(gbs * 1.01);
-        }
-        r["interleaved"] = s;
-        let mut a = t.concurrent.clone();
-        let o = &mut a["outcome"];
-        (o["total_gb_s"], o["total_samples_gb_s"]) =
-            measured(c.all_remote * remote_all * rng.spread(0.015), 0.01);
-        r["all_remote"] = a;
+        let (interleaved, all_remote) = multi_node(t, c, &mut rng, inter, remote_all);
+        r["interleaved"] = interleaved;
+        r["all_remote"] = all_remote;
     }
     doc
 }

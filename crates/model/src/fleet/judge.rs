@@ -55,6 +55,9 @@ impl Rule {
 pub struct FleetHost {
     /// The run the facts came from (the newest one with facts).
     pub run_id: i64,
+    /// When that run was measured, and when it was stored (saved or ingested).
+    pub measured_unix_s: u64,
+    pub stored_unix_s: u64,
     /// Hostname, else host id, else "run N".
     pub name: String,
     pub host_id: Option<String>,
@@ -73,6 +76,19 @@ pub struct FleetReport {
     pub rows: Vec<HostRow>,
     /// Nodes of the campaign that stored no run (`fleet run`), with why.
     pub missing: Vec<Missing>,
+    /// Host ids that arrived with more than one hardware class in one campaign.
+    pub conflicts: Vec<Conflict>,
+}
+
+/// One host id with two or more hardware classes in one campaign: a machine-id
+/// cloned onto other hardware, or a host rebuilt mid-campaign. Its newest run alone
+/// stands for it; runs of its other classes are not merged into it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Conflict {
+    pub host_id: String,
+    pub campaign: Option<String>,
+    /// Each class with the runs that recorded it, newest class first.
+    pub classes: Vec<(String, Vec<i64>)>,
 }
 
 impl FleetReport {
@@ -124,6 +140,8 @@ pub struct HostRow {
     pub name: String,
     pub host_id: Option<String>,
     pub run_id: i64,
+    pub measured_unix_s: u64,
+    pub stored_unix_s: u64,
     pub class: String,
     pub values: BTreeMap<String, f64>,
     /// How much worse than the class median, in percent (negative: better).
@@ -354,12 +372,31 @@ pub fn judge(hosts: &[FleetHost], rule: Rule) -> FleetReport {
         drift: Vec::new(),
         rows: Vec::new(),
         missing: Vec::new(),
+        conflicts: Vec::new(),
     };
     for (key, mut members) in by_class {
         members.sort_by(|a, b| a.name.cmp(&b.name));
         judge_class(key, &members, folded.remove(key).unwrap_or_default(), &mut report);
     }
     report
+}
+
+impl HostRow {
+    /// A host's row before it is judged.
+    fn of(m: &FleetHost, class: &str) -> HostRow {
+        HostRow {
+            name: m.name.clone(),
+            host_id: m.host_id.clone(),
+            run_id: m.run_id,
+            measured_unix_s: m.measured_unix_s,
+            stored_unix_s: m.stored_unix_s,
+            class: class.into(),
+            values: m.facts.headlines.clone(),
+            worse_pct: BTreeMap::new(),
+            outlier: false,
+            causes: Vec::new(),
+        }
+    }
 }
 
 fn judge_class(key: &str, members: &[&FleetHost], folded: Vec<DriftValue>, report: &mut FleetReport) {
@@ -378,16 +415,7 @@ fn judge_class(key: &str, members: &[&FleetHost], folded: Vec<DriftValue>, repor
     let modes = modes(members);
     let mut outlier_hosts = 0;
     for m in members {
-        let mut row = HostRow {
-            name: m.name.clone(),
-            host_id: m.host_id.clone(),
-            run_id: m.run_id,
-            class: key.into(),
-            values: m.facts.headlines.clone(),
-            worse_pct: BTreeMap::new(),
-            outlier: false,
-            causes: Vec::new(),
-        };
+        let mut row = HostRow::of(m, key);
         let mut found = Vec::new();
         for s in &stats {
             let Some(&v) = m.facts.headlines.get(&s.headline) else {

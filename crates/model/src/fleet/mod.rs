@@ -15,8 +15,8 @@ mod judge;
 
 pub use headline::{headlines, Headline};
 pub use judge::{
-    judge, ClassReport, Drift, DriftValue, FleetHost, FleetReport, HeadlineStats, HostRow, Missing, Outlier,
-    Rule,
+    judge, ClassReport, Conflict, Drift, DriftValue, FleetHost, FleetReport, HeadlineStats, HostRow, Missing,
+    Outlier, Rule,
 };
 
 /// What one run tells the fleet report about its host: the hardware class, the

@@ -15,7 +15,8 @@ pub fn ingest(ctx: &Ctx, a: &IngestArgs) -> Result<Status> {
     let location = store_location(ctx.store.as_deref(), None)?;
     let mut store = Store::open_location(&location)?;
     memfabric_fleet::backfill(&mut store, &ctx.progress).map_err(exit_error)?;
-    let done = memfabric_fleet::ingest(&mut store, &sources, a.campaign.as_deref(), &ctx.progress)
+    let limit = a.max_document_size;
+    let done = memfabric_fleet::ingest(&mut store, &sources, a.campaign.as_deref(), limit, &ctx.progress)
         .map_err(exit_error)?;
     if ctx.json {
         ctx.print_json("fleet-ingest", None, &done)?;

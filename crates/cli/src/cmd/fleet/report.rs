@@ -2,7 +2,7 @@
 //! (one screen of summary first), JSON, CSV or HTML.
 
 use anyhow::Result;
-use memfabric_model::fleet::{judge, FleetReport, Headline, HostRow, Rule};
+use memfabric_model::fleet::{FleetReport, Headline, HostRow, Rule};
 use memfabric_store::csv_field;
 
 use crate::args::FleetReportArgs;
@@ -25,6 +25,8 @@ fn only_class(mut r: FleetReport, key: &str) -> Result<FleetReport, Usage> {
     r.classes.retain(|c| c.key == key);
     r.outliers.retain(|o| o.class == key);
     r.drift.retain(|d| d.class == key);
+    r.conflicts
+        .retain(|c| c.classes.iter().any(|(class, _)| class == key));
     r.rows.retain(|h| h.class == key);
     r.hosts = r.rows.len();
     Ok(r)
@@ -36,8 +38,14 @@ pub fn report(ctx: &Ctx, a: &FleetReportArgs) -> Result<Status> {
     }
     let mut store = crate::cmd::helpers::open(ctx)?;
     memfabric_fleet::backfill(&mut store, &ctx.progress).map_err(super::exit_error)?;
-    let hosts = memfabric_fleet::hosts(store.fleet(a.campaign.as_deref())?).map_err(super::exit_error)?;
-    if hosts.is_empty() {
+    let rule = Rule {
+        worse_pct: a.worse_pct,
+        mads: a.mads,
+        min_hosts: a.min_hosts,
+        ..Rule::default()
+    };
+    let report = memfabric_fleet::report(&store, a.campaign.as_deref(), rule).map_err(super::exit_error)?;
+    let Some(mut r) = report else {
         let what = a
             .campaign
             .as_ref()
@@ -47,14 +55,7 @@ pub fn report(ctx: &Ctx, a: &FleetReportArgs) -> Result<Status> {
             store.location()
         ))
         .into());
-    }
-    let rule = Rule {
-        worse_pct: a.worse_pct,
-        mads: a.mads,
-        min_hosts: a.min_hosts,
-        ..Rule::default()
     };
-    let mut r = judge(&hosts, rule);
     if let Some(c) = &a.campaign {
         r.missing = memfabric_fleet::hosts::missing(&store.nodes(c)?);
     }
@@ -93,12 +94,21 @@ fn measured(r: &FleetReport) -> Vec<Headline> {
         .collect()
 }
 
+/// A figure in at most 9 characters, whatever its value: a corrupt or hostile
+/// figure must not widen the table past the screen.
 fn num(v: f64) -> String {
-    if v.abs() >= 100.0 {
+    if !v.is_finite() || v.abs() >= 1e7 || (v != 0.0 && v.abs() < 1e-3) {
+        format!("{v:.2e}")
+    } else if v.abs() >= 100.0 {
         format!("{v:.0}")
     } else {
         format!("{v:.1}")
     }
+}
+
+/// A percentage as `num` bounds it.
+fn pct(v: f64) -> String {
+    format!("{}%", num(v))
 }
 
 pub fn text(r: &FleetReport, store: &str, campaign: Option<&str>) -> String {
@@ -157,8 +167,36 @@ pub fn text(r: &FleetReport, store: &str, campaign: Option<&str>) -> String {
             nodes.join("; ")
         );
     }
+    out += &conflicts_text(r);
     out += &outliers_text(r);
     out += &drift_text(r);
+    out
+}
+
+/// Host ids seen with two hardware classes in one campaign.
+fn conflicts_text(r: &FleetReport) -> String {
+    if r.conflicts.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "\nIdentity conflicts ({}): a host id with more than one hardware class in a campaign; its newest run alone stands for it:\n",
+        r.conflicts.len()
+    );
+    for c in &r.conflicts {
+        let classes: Vec<String> = c
+            .classes
+            .iter()
+            .map(|(class, runs)| {
+                let runs: Vec<String> = runs.iter().map(i64::to_string).collect();
+                format!("{class} (runs {})", runs.join(", "))
+            })
+            .collect();
+        let campaign = c
+            .campaign
+            .as_deref()
+            .map_or(String::new(), |c| format!(" in campaign {c}"));
+        out += &format!("  {}{campaign}: {}\n", c.host_id, classes.join("; "));
+    }
     out
 }
 
@@ -173,15 +211,30 @@ fn outliers_text(r: &FleetReport) -> String {
         "\nOutlier hosts ({shown} of {}; every figure in --json and --csv):\n",
         hosts.len()
     );
-    let mut t = Table::new(&["<host", "<worse than its class median", "<likely cause"]);
+    let mut t = Table::new(&[
+        "<host",
+        "<measured, stored",
+        "<worse than its class median",
+        "<likely cause",
+    ]);
     for h in &hosts[..shown] {
         let figures: Vec<String> = r
             .outliers
             .iter()
             .filter(|o| o.run_id == h.run_id)
-            .map(|o| format!("{} {:.1}%", o.headline, o.worse_pct))
+            .map(|o| format!("{} {}", o.headline, pct(o.worse_pct)))
             .collect();
-        t.row(vec![h.name.clone(), figures.join(", "), h.causes.join("; ")]);
+        let when = format!(
+            "{}, {}",
+            memfabric_model::units::utc(h.measured_unix_s),
+            memfabric_model::units::utc_date(h.stored_unix_s)
+        );
+        t.row(vec![
+            h.name.clone(),
+            when,
+            figures.join(", "),
+            h.causes.join("; "),
+        ]);
     }
     out + &t.render()
 }
@@ -206,7 +259,7 @@ fn drift_text(r: &FleetReport) -> String {
 pub fn csv(r: &FleetReport) -> String {
     let outliers = r.outlying();
     let mut out =
-        String::from("class,host,host_id,run_id,figure,value,class_median,worse_pct,outlier,causes\n");
+        String::from("class,host,host_id,run_id,figure,value,class_median,worse_pct,outlier,causes,measured_unix_s,stored_unix_s\n");
     for h in &r.rows {
         for (name, v) in &h.values {
             let class = r.classes.iter().find(|c| c.key == h.class);
@@ -227,6 +280,8 @@ pub fn csv(r: &FleetReport) -> String {
                 } else {
                     String::new()
                 }),
+                h.measured_unix_s.to_string(),
+                h.stored_unix_s.to_string(),
             ];
             out += &cells.join(",");
             out.push('\n');
@@ -238,7 +293,7 @@ pub fn csv(r: &FleetReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memfabric_model::fleet::{FleetFacts, FleetHost};
+    use memfabric_model::fleet::{judge, FleetFacts, FleetHost};
     use memfabric_topo::HardwareClass;
 
     /// Six hosts of one class and two of another; node5 has lost a DIMM, node2 runs
@@ -263,6 +318,8 @@ mod tests {
             facts.headlines.insert("local_latency_ns".into(), ns);
             FleetHost {
                 run_id: i as i64,
+                measured_unix_s: 1_796_000_000 + i as u64,
+                stored_unix_s: 1_796_100_000,
                 name: format!("node{i}"),
                 host_id: Some(format!("machine-id:{i:016x}")),
                 facts,
@@ -278,6 +335,27 @@ mod tests {
         small.facts.class.as_mut().unwrap().key = "CPU B/1S/32C/8ch/4800MT/1N".into();
         hosts.push(small);
         judge(&hosts, Rule::default())
+    }
+
+    #[test]
+    fn figures_and_percentages_stay_narrow_whatever_their_value() {
+        for v in [
+            1e308,
+            -1e308,
+            1e-300,
+            123_456_789.0,
+            f64::NAN,
+            f64::INFINITY,
+            0.0,
+            99.94,
+            12_345.6,
+        ] {
+            assert!(num(v).len() <= 9, "{v}: {}", num(v));
+            assert!(pct(v).len() <= 10, "{v}: {}", pct(v));
+        }
+        assert_eq!(num(1e308), "1.00e308");
+        assert_eq!(num(12_345.6), "12346");
+        assert_eq!(pct(29.703), "29.7%");
     }
 
     #[test]
