@@ -268,3 +268,24 @@ pub fn store_location(store: Option<&str>, db: Option<&Path>) -> Result<String, 
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `--save` refuses is what `fleet ingest` refuses: the same rules.
+    #[test]
+    fn a_result_no_machine_gives_is_not_saved() {
+        let doc = crate::cmd::common::stored_v040(2);
+        let ctx = Ctx::new(true, true);
+        let text = ctx.document(doc.command(), None, &doc).unwrap();
+        assert_eq!(check(&text), Ok(()));
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["result"]["cells"][0]["outcome"]["latency_ns"]["median"] = serde_json::json!(-1.0);
+        let e = check(&v.to_string()).unwrap_err();
+        assert_eq!(
+            e,
+            "result.cells[0].outcome.latency_ns.median is -1.0: no memory answers in under 0.1 ns"
+        );
+    }
+}

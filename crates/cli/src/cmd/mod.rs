@@ -3,7 +3,7 @@
 pub mod audit;
 pub mod bandwidth;
 pub mod c2c;
-mod common;
+pub mod common;
 pub mod efficiency;
 pub mod firmware;
 pub mod fleet;

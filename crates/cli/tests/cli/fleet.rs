@@ -320,3 +320,57 @@ fn fleet_run_without_slurm_says_so_in_one_line() {
     assert!(e.contains("campaign name \"bad name\": use letters"), "{e}");
     memfabric().args(["fleet", "run"]).assert().code(2);
 }
+
+#[test]
+fn ctrl_c_during_ingest_says_how_many_were_stored_and_that_a_rerun_stores_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    let t = synth::Templates::load(&repo());
+    for i in 0..400 {
+        let doc = synth::document(&t, &synth::CLASSES[1], 1, i, None);
+        std::fs::write(docs.join(format!("{i:04}.json")), doc.to_string()).unwrap();
+    }
+    let store = dir.path().join("fleet.sqlite");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memfabric"))
+        .arg("--store")
+        .arg(&store)
+        .args(["fleet", "ingest"])
+        .arg(&docs)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let count = |s: &Path| {
+        memfabric_store::Store::open(s)
+            .ok()
+            .and_then(|st| st.list().ok())
+            .map_or(0, |l| l.len())
+    };
+    let started = std::time::Instant::now();
+    while count(&store) == 0 {
+        assert!(started.elapsed().as_secs() < 120, "nothing stored in two minutes");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // SAFETY: kill(2) on the child's pid, which has not been waited for.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("stopped after"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let stored: usize = line
+        .split(": ")
+        .nth(2)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert_eq!(stored, count(&store), "{line}");
+    assert!(
+        stored < 400 && line.ends_with("Ingesting the same inputs again stores only the rest"),
+        "{line}"
+    );
+}
