@@ -50,6 +50,10 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if let Some(Err(e)) = cli.label.as_deref().map(cmd::helpers::check_label) {
+        eprintln!("memfabric: error: {e}");
+        return ExitCode::from(2);
+    }
     if asked || always_save {
         match output::store_location(cli.store.as_deref(), cli.db.as_deref()) {
             // Reach the store before measuring: a PostgreSQL server that is down or

@@ -246,27 +246,42 @@ pub fn this_machine() -> Result<Topology> {
 /// Where runs are kept: --store, else --db, else $MEMFABRIC_STORE, else $MEMFABRIC_DB,
 /// else a file under $XDG_DATA_HOME or ~/.local/share.
 pub fn store_location(store: Option<&str>, db: Option<&Path>) -> Result<String, Usage> {
-    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    if let Some(s) = store.filter(|s| !s.is_empty()) {
-        return Ok(s.to_string());
+    let location = store_location_unchecked(store, db)?;
+    memfabric_store::check_location(&location).map_err(Usage)?;
+    Ok(location)
+}
+
+fn store_location_unchecked(store: Option<&str>, db: Option<&Path>) -> Result<String, Usage> {
+    // Set but empty is a mistake (MEMFABRIC_DB= in a script), not a request for the
+    // default store: say so rather than silently open another one.
+    let var = |k: &str| match std::env::var(k) {
+        Ok(v) if v.is_empty() => Err(Usage(format!(
+            "{k} is set but empty: unset it for the default store, or give a path"
+        ))),
+        Ok(v) => Ok(Some(v)),
+        Err(_) => Ok(None),
+    };
+    match (store, db) {
+        (Some(""), _) => return Err(Usage("--store needs a location".into())),
+        (_, Some(p)) if p.as_os_str().is_empty() => return Err(Usage("--db needs a path".into())),
+        (Some(s), _) => return Ok(s.to_string()),
+        _ => {}
     }
     if db.is_none() {
-        if let Some(s) = var("MEMFABRIC_STORE") {
+        if let Some(s) = var("MEMFABRIC_STORE")? {
             return Ok(s);
         }
     }
-    memfabric_store::default_path(
-        db,
-        var("MEMFABRIC_DB").as_deref(),
-        var("XDG_DATA_HOME").as_deref(),
-        var("HOME").as_deref(),
-    )
-    .map(|p| p.display().to_string())
-    .ok_or_else(|| {
-        Usage(
-            "no place for the run database: set --store, --db, MEMFABRIC_STORE, MEMFABRIC_DB or HOME".into(),
-        )
-    })
+    let env_db = if db.is_none() { var("MEMFABRIC_DB")? } else { None };
+    let (xdg, home) = (std::env::var("XDG_DATA_HOME").ok(), std::env::var("HOME").ok());
+    memfabric_store::default_path(db, env_db.as_deref(), xdg.as_deref(), home.as_deref())
+        .map(|p| p.display().to_string())
+        .ok_or_else(|| {
+            Usage(
+                "no place for the run database: set --store, --db, MEMFABRIC_STORE, MEMFABRIC_DB or HOME"
+                    .into(),
+            )
+        })
 }
 
 #[cfg(test)]

@@ -7,6 +7,23 @@ pub enum Align {
     Right,
 }
 
+/// Text as it may reach a terminal: control characters (escape sequences,
+/// newlines, tabs) written as Rust escapes (`\u{1b}`, `\n`), the rest as it is.
+pub fn printable(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 pub struct Table {
     header: Vec<String>,
     align: Vec<Align>,
@@ -44,8 +61,10 @@ impl Table {
         self
     }
 
+    /// A row; control characters in a cell (a label or host name with an escape
+    /// sequence or a newline) are shown escaped, never sent to the terminal.
     pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
+        self.rows.push(cells.iter().map(|c| printable(c)).collect());
     }
 
     pub fn render(&self) -> String {

@@ -20,6 +20,8 @@ mod hostile;
 mod loaded;
 #[path = "cli/monitor.rs"]
 mod monitor;
+#[path = "cli/newuser.rs"]
+mod newuser;
 #[path = "cli/options.rs"]
 mod options;
 #[path = "cli/plan.rs"]

@@ -86,7 +86,13 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
 
 /// A document as a run to store, or why it cannot be one.
 pub fn new_run(text: &str, campaign: Option<&str>) -> Result<NewRun, String> {
-    let value: Value = serde_json::from_str(text).map_err(|e| format!("it is not JSON ({e})"))?;
+    let mut value: Value = serde_json::from_str(text).map_err(|e| format!("it is not JSON ({e})"))?;
+    // `runs export` adds the run's label; it names the run, it is not the document.
+    let label = match value.as_object_mut().and_then(|m| m.remove("label")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(l)) if !l.trim().is_empty() => Some(l),
+        Some(other) => return Err(format!("its label {other} is not a name")),
+    };
     if value["tool"]["name"] != "memfabric" {
         return Err("it is not a memfabric document (no tool.name \"memfabric\")".into());
     }
@@ -101,6 +107,7 @@ pub fn new_run(text: &str, campaign: Option<&str>) -> Result<NewRun, String> {
     }
     let mut run = NewRun::of(&doc, text.to_string(), doc_hash);
     run.campaign = campaign.map(str::to_string);
+    run.label = label;
     Ok(run)
 }
 

@@ -249,6 +249,30 @@ pub struct Store {
     location: String,
 }
 
+/// What a store location may be: a `postgres://` or `postgresql://` URL, an
+/// `sqlite://PATH`, or a plain path. Anything else with a scheme (`postgress://`,
+/// `mysql://`) is refused, naming the scheme only: the rest may hold a password,
+/// and a typo must not become a local file named after it.
+pub fn check_location(location: &str) -> Result<(), String> {
+    match location.split_once("://") {
+        None => Ok(()),
+        Some(("postgres" | "postgresql", _)) => Ok(()),
+        Some(("sqlite", "")) => Err("sqlite:// needs a path: sqlite:///var/lib/memfabric/runs.sqlite".into()),
+        Some(("sqlite", _)) => Ok(()),
+        Some((scheme, _)) => Err(format!(
+            "{scheme}:// is not a store this memfabric knows: give a postgres:// or postgresql:// URL, an sqlite://PATH, or a file path"
+        )),
+    }
+}
+
+/// A location as it may be shown whatever it holds: its scheme, or the path.
+fn scheme_only(location: &str) -> String {
+    match location.split_once("://") {
+        Some((scheme, _)) => format!("{scheme}://..."),
+        None => location.to_string(),
+    }
+}
+
 /// Where runs are kept: `--db`, else `$MEMFABRIC_DB`, else
 /// `$XDG_DATA_HOME/memfabric/runs.sqlite`, else `~/.local/share/memfabric/runs.sqlite`.
 pub fn default_path(
@@ -286,6 +310,13 @@ impl Store {
     /// A `postgres://` or `postgresql://` URL opens a PostgreSQL store; anything else
     /// is an SQLite file.
     pub fn open_location(location: &str) -> Result<Store, StoreError> {
+        check_location(location).map_err(|detail| StoreError::Open {
+            place: scheme_only(location),
+            detail,
+        })?;
+        if let Some(path) = location.strip_prefix("sqlite://") {
+            return Store::open(Path::new(path));
+        }
         if postgres::is_url(location) {
             let backend = postgres::PgStore::open(location)?;
             return Ok(Store {

@@ -21,7 +21,7 @@ pub enum RunsAction {
         #[arg(long, value_name = "ID")]
         host_id: Option<String>,
     },
-    /// One run's figures (RUN: an id, or `last`)
+    /// One run's figures (RUN: an id, `last`, or a label)
     Show { run: RunRef },
     /// Delete a run and its figures
     Delete { run: RunRef },
@@ -41,7 +41,7 @@ pub enum ExportFormat {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The runs (ids, or `last`). Two runs: differences B - A and difference matrices.
+    /// The runs (ids, `last`, or labels; a label two runs share is refused with their ids). Two runs: differences B - A and difference matrices.
     /// More: one column per run and each run's ratio to the first (a configuration study)
     #[arg(value_name = "RUN")]
     pub runs: Vec<RunRef>,
@@ -55,7 +55,7 @@ pub struct CompareArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The run (an id, or `last`; default: last)
+    /// The run (an id, `last`, or its label; default: last)
     pub run: Option<RunRef>,
     /// A second run: the report compares the two
     #[arg(long, value_name = "RUN")]
@@ -63,13 +63,17 @@ pub struct ReportArgs {
     /// The HTML file to write (default: memfabric-run-ID.html here)
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Overwrite the file if it exists (without it, an existing file is refused)
+    #[arg(long)]
+    pub force: bool,
 }
 
-/// A saved run: its id, or `last` for the newest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A saved run: its id, `last` for the newest, or its label (`--label NAME`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunRef {
     Id(i64),
     Last,
+    Label(String),
 }
 
 impl std::str::FromStr for RunRef {
@@ -79,10 +83,18 @@ impl std::str::FromStr for RunRef {
         if s == "last" {
             return Ok(RunRef::Last);
         }
-        s.parse::<i64>()
-            .ok()
-            .filter(|&id| id > 0)
-            .map(RunRef::Id)
-            .ok_or_else(|| format!("'{s}' is not a run id (a positive number, or `last`)"))
+        if let Ok(id) = s.parse::<i64>() {
+            return if id > 0 {
+                Ok(RunRef::Id(id))
+            } else {
+                Err(format!(
+                    "'{s}' is not a run id (a positive number, `last`, or a run's label)"
+                ))
+            };
+        }
+        if s.trim().is_empty() {
+            return Err("a run is named by its id, `last`, or its label; this is empty".into());
+        }
+        Ok(RunRef::Label(s.to_string()))
     }
 }

@@ -60,11 +60,23 @@ pub fn default_file(id: i64) -> PathBuf {
 
 pub fn run(ctx: &Ctx, a: &ReportArgs) -> Result<Status> {
     let store = open(ctx)?;
-    let id = resolve(&store, &a.run.unwrap_or(RunRef::Last))?;
-    let other = a.compare.map(|r| resolve(&store, &r)).transpose()?;
+    let id = resolve(&store, a.run.as_ref().unwrap_or(&RunRef::Last))?;
+    let other = a.compare.as_ref().map(|r| resolve(&store, r)).transpose()?;
     let text = html(&store, id, other)?;
     let path = a.output.clone().unwrap_or_else(|| default_file(id));
+    if path.exists() && !a.force {
+        return Err(crate::output::Usage(format!(
+            "{} exists: --force overwrites it, -o FILE writes another",
+            path.display()
+        ))
+        .into());
+    }
     write_atomically(&path, &text)?;
-    eprintln!("memfabric: wrote {}", path.display());
+    if ctx.json {
+        let written = serde_json::json!({"run": id, "compare": other, "path": path.display().to_string(), "bytes": text.len()});
+        ctx.print_json("report", None, written)?;
+    } else {
+        eprintln!("memfabric: wrote {}", path.display());
+    }
     Ok(Status::Ok)
 }

@@ -103,18 +103,42 @@ pub fn runs(ctx: &Ctx, a: &RunsArgs) -> Result<Status> {
         RunsAction::Delete { run } => {
             let id = resolve(&store, run)?;
             store.delete(id)?;
-            eprintln!("memfabric: deleted run {id}");
+            if ctx.json {
+                ctx.print_json(
+                    "runs-delete",
+                    None,
+                    serde_json::json!({"deleted": id, "store": store.location()}),
+                )?;
+            } else {
+                eprintln!("memfabric: deleted run {id}");
+            }
         }
         RunsAction::Export { run, format } => {
             let id = resolve(&store, run)?;
             let text = match format {
-                ExportFormat::Json => store.document(id)?,
+                ExportFormat::Json => with_label(&store.document(id)?, store.summary(id)?.label.as_deref()),
                 ExportFormat::Csv => figures_csv(id, &store.figures(id)?),
             };
             print_all(&text)?;
         }
     }
     Ok(Status::Ok)
+}
+
+/// The stored document with the run's label as its first field, so that export then
+/// `fleet ingest` keeps it; the document is otherwise the stored text, byte for byte
+/// (the label does not count in the document's hash).
+fn with_label(document: &str, label: Option<&str>) -> String {
+    // A document ingested from an export holds its label already.
+    let has_label =
+        serde_json::from_str::<serde_json::Value>(document).is_ok_and(|v| v.get("label").is_some());
+    match (label.filter(|_| !has_label), document.strip_prefix('{')) {
+        (Some(l), Some(rest)) => {
+            let l = serde_json::to_string(l).expect("a string encodes");
+            format!("{{\n  \"label\": {l},{rest}")
+        }
+        _ => document.to_string(),
+    }
 }
 
 pub fn compare_runs(ctx: &Ctx, a: &CompareArgs) -> Result<Status> {
@@ -135,6 +159,16 @@ pub fn compare_runs(ctx: &Ctx, a: &CompareArgs) -> Result<Status> {
         return Err(Usage(format!(
             "compare needs at least two runs; {} given or matched",
             ids.len()
+        ))
+        .into());
+    }
+    if let Some(twice) = ids
+        .iter()
+        .enumerate()
+        .find_map(|(i, id)| ids[..i].contains(id).then_some(id))
+    {
+        return Err(Usage(format!(
+            "run {twice} is given twice: compare holds different runs side by side, and a run against itself differs in nothing"
         ))
         .into());
     }
