@@ -367,7 +367,7 @@ pub struct LoadedLatencyArgs {
     /// Add the load one L3 domain at a time, at full speed, instead of throttling it
     #[arg(long)]
     pub spread: bool,
-    /// Throttle levels: no delay, then doubling delays
+    /// Throttle levels: no delay, then doubling delays (2 to 24)
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub points: usize,
     /// Size of the latency chase (default: 4x the total last-level cache, at least 256M)

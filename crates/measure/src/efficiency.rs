@@ -12,14 +12,20 @@ use memfabric_analysis::theory;
 
 /// The memory's peak: the one the user gave (--channels/--mts, --machine), else the
 /// one this machine's SMBIOS gives; or why there is none.
+/// Each socket's formula names where its figures came from, since every share the
+/// reports print is read against it.
 pub fn memory_peak(topo: &Topology, given: Option<&MemoryPeak>) -> Result<MemoryPeak, String> {
-    if let Some(p) = given {
-        return Ok(p.clone());
+    let (mut peak, source) = match given {
+        Some(p) => (p.clone(), "as given: --channels/--mts or --machine"),
+        None => match theory::smbios_peak(&memfabric_topo::live_memory_devices(topo)) {
+            Outcome::Ok(peak) => (peak, "SMBIOS"),
+            Outcome::Skipped { reason } | Outcome::Failed { reason } => return Err(reason),
+        },
+    };
+    for s in &mut peak.sockets {
+        s.formula = format!("{} ({source})", s.formula);
     }
-    match theory::smbios_peak(&memfabric_topo::live_memory_devices(topo)) {
-        Outcome::Ok(peak) => Ok(peak),
-        Outcome::Skipped { reason } | Outcome::Failed { reason } => Err(reason),
-    }
+    Ok(peak)
 }
 
 /// The reasons, each once, as one line.

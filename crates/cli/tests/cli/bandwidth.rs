@@ -359,3 +359,18 @@ fn per_domain_steps_carry_dram_traffic_too() {
     assert_eq!(r["dram_counting"]["source"], "resctrl-mbm");
     assert_eq!(r["alone"][0]["outcome"]["dram"]["rounds"], 2);
 }
+
+#[test]
+fn a_peak_given_on_the_command_line_is_not_called_smbios() {
+    let _turn = super::measuring();
+    let out = super::memfabric()
+        .args(["bandwidth", "--channels", "8", "--mts", "3200", "--size", "1M", "--samples", "2"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(!text.contains("SMBIOS"), "{text}");
+    assert!(
+        text.contains("8 channels x 3200 MT/s x 8 B = 204.8 GB/s (as given: --channels/--mts or --machine)"),
+        "{text}"
+    );
+}

@@ -106,7 +106,13 @@ fn loaded_latency_bad_input_exits_2() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["loaded-latency", "--points", "1"],
-            "--points must be at least 2",
+            "--points must be 2 to 24, not 1",
+        ),
+        // Each point doubles the delay: 100 points overflowed it and printed a
+        // delay of 224697483718846840832 ns.
+        (
+            &["loaded-latency", "--points", "100"],
+            "--points must be 2 to 24, not 100: each point doubles the load's pause",
         ),
         (&["loaded-latency", "--mix", "4:1"], "unknown mix"),
         (

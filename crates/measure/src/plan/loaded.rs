@@ -42,6 +42,10 @@ pub struct LoadedOptions {
 
 /// Fewest throttle levels a curve may have.
 pub const MIN_POINTS: usize = 2;
+/// Each point doubles the load threads' pause between 4 KiB blocks; at 24 points the
+/// last pause is 2^22 spins (milliseconds per block: the load is all but idle), and
+/// a few more would overflow any counter of time.
+pub const MAX_POINTS: usize = 24;
 
 pub fn loaded_plan(m: &Machine, opt: &LoadedOptions) -> Result<LoadedPlan, PlanError> {
     check_options(opt)?;
@@ -141,9 +145,9 @@ fn check_options(opt: &LoadedOptions) -> Result<(), PlanError> {
             "--spread loads every L3 domain in turn; drop --load-cpus, --load-domain and --load-nodes",
         );
     }
-    if !opt.spread && opt.points < MIN_POINTS {
+    if !opt.spread && !(MIN_POINTS..=MAX_POINTS).contains(&opt.points) {
         return Err(PlanError::BadValue(format!(
-            "--points must be at least {MIN_POINTS}, not {}",
+            "--points must be {MIN_POINTS} to {MAX_POINTS}, not {}: each point doubles the load's pause, and at {MAX_POINTS} the load is already all but idle",
             opt.points
         )));
     }
