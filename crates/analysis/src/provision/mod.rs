@@ -110,8 +110,8 @@ impl Rule {
     /// What `--explain` prints.
     pub fn explain(self) -> &'static str {
         match self {
-            Rule::ChannelSymmetry => "channel-symmetry: balanced = every channel of the socket holds the same number of identical DIMMs (one interleave set over all channels); near-balanced = not every channel is populated, but every group of channels (quadrant) is populated alike; unbalanced = anything else (interleave sets of different widths). After Dell, \"Balanced Memory with 2nd Generation AMD EPYC Processors for PowerEdge Servers\", rev 1.4: 8 or 16 DIMMs per CPU balanced, 4 or 12 near-balanced, any other count NPS4 only.",
-            Rule::ControllerSymmetry => "controller-symmetry: balanced = every memory controller is populated alike and every populated channel holds the same number of identical DIMMs; unbalanced = anything else. After Lenovo Press LP2000 (4th/5th Gen Xeon Scalable): 4, 8 and 16 DIMMs per socket balanced; 1, 2, 6 and 12 unbalanced.",
+            Rule::ChannelSymmetry => "channel-symmetry: balanced = every channel of the socket holds the same number of identical DIMMs (one interleave set over all channels); near-balanced = not every channel is populated, but every group of channels (quadrant) is populated alike; unbalanced = anything else (interleave sets of different widths). After Dell, \"Balanced Memory with 2nd Generation AMD EPYC Processors for PowerEdge Servers\", rev 1.4.",
+            Rule::ControllerSymmetry => "controller-symmetry: balanced = every memory controller is populated alike and every populated channel holds the same number of identical DIMMs; unbalanced = anything else. After Lenovo Press LP2000 (4th/5th Gen Xeon Scalable).",
             Rule::Soldered => "soldered: the memory is part of the package, every channel always populated; each offered capacity is balanced.",
         }
     }

@@ -340,6 +340,22 @@ pub fn population(p: &Platform, d: DimmOption, n: u32) -> Option<Candidate> {
     candidate(p, d, n, layout(p, n, false), None)
 }
 
+/// What the platform's rule makes of each DIMM count per socket (placed as
+/// [`layout`] places them): the counts of each class, in class order. What
+/// `--explain` prints as this platform's own reading of its rule.
+pub fn counts_by_class(p: &Platform) -> Vec<(Class, Vec<u32>)> {
+    let mut out: Vec<(Class, Vec<u32>)> = Vec::new();
+    for n in 1..=p.memory.channels_per_socket * p.max_dimms_per_channel() {
+        let class = classify(p.memory.rule, &layout(p, n, false), p.memory.groups);
+        match out.iter_mut().find(|(c, _)| *c == class) {
+            Some((_, ns)) => ns.push(n),
+            None => out.push((class, vec![n])),
+        }
+    }
+    out.sort_by_key(|(c, _)| *c as u8);
+    out
+}
+
 /// Percent below the platform's best: every channel, one DIMM, top speed.
 fn loss_pct(p: &Platform, effective_gb_s: f64) -> f64 {
     (1.0 - effective_gb_s / p.system_peak_gb_s()) * 100.0

@@ -87,8 +87,8 @@ pub struct TheoryArgs {
     /// Data bits per channel (default 64); without --channels, the total width of one wide bus
     #[arg(long, value_name = "BITS", value_parser = parse_count, allow_negative_numbers = true)]
     pub bus_bits: Option<u32>,
-    /// Sockets: the system peak is this many sockets' (default 1)
-    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
+    /// Sockets: the system peak is this many sockets' (default 1; at most 64)
+    #[arg(long, value_name = "N", value_parser = parse_sockets, allow_negative_numbers = true)]
     pub sockets: Option<u32>,
     /// Socket-to-socket links (UPI, xGMI, ...)
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
@@ -131,6 +131,17 @@ pub struct AuditArgs {
     /// Also print the rule that gives each socket its class, and how the expected loss is estimated
     #[arg(long)]
     pub explain: bool,
+}
+
+/// The largest single systems have 32 sockets; 64 leaves room, and a bound keeps a
+/// typo (100000) from printing a line per socket for megabytes.
+pub const MAX_SOCKETS: u32 = 64;
+
+fn parse_sockets(s: &str) -> Result<u32, String> {
+    match parse_count(s)? {
+        n if n > MAX_SOCKETS => Err(format!("at most {MAX_SOCKETS}: no single system has {n} sockets")),
+        n => Ok(n),
+    }
 }
 
 fn parse_count(s: &str) -> Result<u32, String> {

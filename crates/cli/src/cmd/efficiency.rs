@@ -10,7 +10,8 @@ use crate::args::{BandwidthArgs, PeakArgs};
 use crate::output::Usage;
 use crate::table::Table;
 
-const HOW: &str = "median / peak; peak: populated channels x configured MT/s x data width, its source in brackets below";
+const HOW: &str =
+    "median / peak; peak: populated channels x configured MT/s x data width, its source in brackets below";
 
 /// "62.0" for a share, "-" for none: the column the tables add.
 pub fn percent(e: Option<&Efficiency>) -> String {

@@ -247,7 +247,7 @@ mod tests {
             "read bandwidth, all CPUs of a node, local",
             "triad mix (STREAM Triad's bytes)",
             "latency under the heaviest load",
-            "core-to-core one-way, mean of all pairs",
+            "core-to-core one-way, mean of every sample of every pair",
             "GPU memory bandwidth (BabelStream): skipped: no NVIDIA driver found",
         ] {
             assert!(

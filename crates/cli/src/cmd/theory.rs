@@ -101,6 +101,16 @@ pub fn read_machine_file(path: &Path) -> Result<Description> {
     let shown = path.display();
     let text =
         std::fs::read_to_string(path).map_err(|e| Usage(format!("cannot read machine file {shown}: {e}")))?;
+    // A platform file (`platforms/*.toml`: rules for populations, NUMA modes and
+    // links) describes choices, not one machine: it is plan's input.
+    if let Ok(v) = text.parse::<toml::Table>() {
+        if v.contains_key("match") && v.get("memory").is_some_and(|m| m.get("rule").is_some()) {
+            return Err(Usage(format!(
+                "{shown} is a platform file (rules and choices for `memfabric plan`), not a machine file: try `memfabric plan population --platform {shown}` or `plan numa --platform {shown}`"
+            ))
+            .into());
+        }
+    }
     parse_toml(&text, &format!("machine file {shown}")).map_err(|e| {
         if e.to_string().contains("unknown field `nps`") {
             Usage(format!(

@@ -364,7 +364,17 @@ fn per_domain_steps_carry_dram_traffic_too() {
 fn a_peak_given_on_the_command_line_is_not_called_smbios() {
     let _turn = super::measuring();
     let out = super::memfabric()
-        .args(["bandwidth", "--channels", "8", "--mts", "3200", "--size", "1M", "--samples", "2"])
+        .args([
+            "bandwidth",
+            "--channels",
+            "8",
+            "--mts",
+            "3200",
+            "--size",
+            "1M",
+            "--samples",
+            "2",
+        ])
         .assert()
         .success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();

@@ -349,3 +349,37 @@ fn theory_sends_an_nps_key_to_plan_numa() {
         "{err}"
     );
 }
+
+#[test]
+fn each_platform_explains_its_rule_with_its_own_dimm_counts() {
+    let explain = |platform: &str| {
+        let out = super::memfabric()
+            .args([
+                "plan",
+                "population",
+                "--platform",
+                platform,
+                "--capacity",
+                "512G",
+                "--explain",
+            ])
+            .assert()
+            .success();
+        String::from_utf8_lossy(&out.get_output().stdout).into_owned()
+    };
+    let xeon = explain("xeon-sp-2s");
+    let rule = xeon.lines().find(|l| l.starts_with("Rule: ")).unwrap();
+    assert!(!rule.contains("8 or 16"), "{rule}");
+    assert!(xeon.contains("(6 channels per socket in 2 groups, up to 2 DIMMs per channel), DIMMs per socket: balanced at 6, 12;"), "{xeon}");
+    // The counts the rule's sources publish, derived from each platform file.
+    let rome = explain("epyc-7002-2s");
+    assert!(
+        rome.contains("balanced at 8, 16; near-balanced at 4, 12; unbalanced at 1, 2, 3,"),
+        "{rome}"
+    );
+    let spr = explain("xeon-spr-2s");
+    assert!(
+        spr.contains("balanced at 4, 8, 16; unbalanced at 1, 2, 3, 5, 6,"),
+        "{spr}"
+    );
+}

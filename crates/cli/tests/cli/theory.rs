@@ -284,3 +284,24 @@ fn listed_with_the_measurements() {
         .success()
         .stdout(predicate::str::contains("channels_per_socket = 12"));
 }
+
+#[test]
+fn theory_bounds_sockets_and_sends_platform_files_to_plan() {
+    let e = super::refused(&[
+        "theory",
+        "--channels",
+        "12",
+        "--mts",
+        "4800",
+        "--sockets",
+        "100000",
+    ]);
+    assert!(
+        e.contains("at most 64: no single system has 100000 sockets"),
+        "{e}"
+    );
+    let platform = concat!(env!("CARGO_MANIFEST_DIR"), "/../../platforms/epyc-9004-2s.toml");
+    let e = super::refused(&["theory", "--machine", platform]);
+    assert!(e.contains("is a platform file (rules and choices for `memfabric plan`), not a machine file: try `memfabric plan population --platform"), "{e}");
+    assert_eq!(e.lines().count(), 1);
+}

@@ -52,7 +52,13 @@ pub struct LoadedPlan {
 /// Delays of the default throttle curve: none, then 1, 2, 4, ... spin-loop hints.
 pub fn delay_levels(points: usize) -> Vec<u64> {
     (0..points)
-        .map(|k| if k == 0 { 0 } else { 1u64.checked_shl(k as u32 - 1).unwrap_or(u64::MAX) })
+        .map(|k| {
+            if k == 0 {
+                0
+            } else {
+                1u64.checked_shl(k as u32 - 1).unwrap_or(u64::MAX)
+            }
+        })
         .collect()
 }
 

@@ -168,6 +168,22 @@ fn table(candidates: &[Candidate]) -> String {
 
 fn explanation(l: &Loaded, p: &PopulationPlan) -> String {
     let mut out = format!("\nRule: {}\n", p.rule_text);
+    let m = &l.platform.memory;
+    let classes: Vec<String> = memfabric_analysis::provision::population::counts_by_class(&l.platform)
+        .iter()
+        .map(|(c, ns)| {
+            let ns: Vec<String> = ns.iter().map(u32::to_string).collect();
+            format!("{} at {}", c.name(), ns.join(", "))
+        })
+        .collect();
+    out += &format!(
+        "On {} ({} channels per socket in {} groups, up to {} DIMMs per channel), DIMMs per socket: {}.\n",
+        l.platform.name,
+        m.channels_per_socket,
+        m.groups,
+        l.platform.max_dimms_per_channel(),
+        classes.join("; ")
+    );
     out +=
         "\nBandwidth: DIMMs are placed round-robin over the channel groups (the vendors' population order); \
 memory is spread evenly over the DIMMs, so a channel carries its share of the DIMMs' traffic and the busiest \

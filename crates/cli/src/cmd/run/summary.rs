@@ -100,7 +100,7 @@ fn other_rows(r: &RunReport, t: &mut Table) {
     }
     let c2c = r.c2c.matrices.iter().find_map(|m| m.mean_one_way_ns);
     if let Some(ns) = c2c {
-        let name = "core-to-core one-way, mean of all pairs (core-to-core-latency)";
+        let name = "core-to-core one-way, mean of every sample of every pair (core-to-core-latency's mean)";
         t.row(vec![name.into(), format!("{ns:.1}"), "ns".into()]);
     }
     if let Some(l) = &r.sweep.latency_levels {
