@@ -32,27 +32,21 @@ fn never_saved(c: &Command) -> Option<&'static str> {
     }
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if let Err(e) = memfabric_measure::sys::install_stop_handlers() {
-        eprintln!("memfabric: warning: cannot catch SIGINT/SIGTERM ({e}); an interrupt will kill the run");
-    }
-    let mut ctx = Ctx::new(cli.json, cli.quiet);
-    ctx.store = cli
-        .store
-        .clone()
-        .or_else(|| cli.db.as_ref().map(|p| p.display().to_string()));
+/// Where a measurement is saved, if it is: --save, --label or `run`. The store is
+/// reached now, before anything is measured: a PostgreSQL server that is down or
+/// refuses the login fails in one line, not after the measurement.
+fn save_setup(cli: &Cli, ctx: &mut Ctx) -> Result<(), ExitCode> {
     let always_save = matches!(&cli.command, Command::Run(a) if !a.no_save);
     let asked = cli.save || cli.label.is_some();
     if let (true, Some(name)) = (asked, never_saved(&cli.command)) {
         eprintln!(
             "memfabric: error: --save and --label keep a measurement in the run database; `{name}` is not a measurement and is never saved"
         );
-        return ExitCode::from(2);
+        return Err(ExitCode::from(2));
     }
     if let Some(Err(e)) = cli.label.as_deref().map(cmd::helpers::check_label) {
         eprintln!("memfabric: error: {e}");
-        return ExitCode::from(2);
+        return Err(ExitCode::from(2));
     }
     if asked || always_save {
         match output::store_location(cli.store.as_deref(), cli.db.as_deref()) {
@@ -67,14 +61,30 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("memfabric: error: {e}");
-                    return ExitCode::from(1);
+                    return Err(ExitCode::from(1));
                 }
             },
             Err(e) => {
                 eprintln!("memfabric: error: {e}");
-                return ExitCode::from(2);
+                return Err(ExitCode::from(2));
             }
         }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Err(e) = memfabric_measure::sys::install_stop_handlers() {
+        eprintln!("memfabric: warning: cannot catch SIGINT/SIGTERM ({e}); an interrupt will kill the run");
+    }
+    let mut ctx = Ctx::new(cli.json, cli.quiet);
+    ctx.store = cli
+        .store
+        .clone()
+        .or_else(|| cli.db.as_ref().map(|p| p.display().to_string()));
+    if let Err(code) = save_setup(&cli, &mut ctx) {
+        return code;
     }
     let result = match &cli.command {
         Command::Run(a) => cmd::run::run(&ctx, a),
