@@ -148,3 +148,17 @@ fn a_closed_stdout_ends_the_command_quietly() {
         assert!(err.is_empty(), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn the_binary_and_the_changelog_name_one_version() {
+    let changelog = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../CHANGELOG.md")).unwrap();
+    let newest = changelog
+        .lines()
+        .find_map(|l| l.strip_prefix("## "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap();
+    let out = super::memfabric().arg("--version").assert().success();
+    let printed = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert_eq!(printed.trim(), format!("memfabric {newest}"));
+    assert_eq!(newest, env!("CARGO_PKG_VERSION"));
+}
