@@ -236,7 +236,7 @@ pub struct LatencyArgs {
     #[command(flatten)]
     pub common: Common,
     /// Time per sample in milliseconds (the load count per sample is calibrated to it)
-    #[arg(long, value_name = "MS", default_value_t = 20)]
+    #[arg(long, value_name = "MS", default_value_t = 20, value_parser = crate::args::positive::<u64>, allow_negative_numbers = true)]
     pub sample_ms: u64,
     /// Seed of the random chase, to rebuild the exact same permutation
     #[arg(long, default_value_t = DEFAULT_SEED)]
@@ -323,7 +323,7 @@ pub struct StreamArgs {
     #[arg(long)]
     pub non_temporal: bool,
     /// Passes of the four kernels; the first is not counted (STREAM's NTIMES)
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = crate::args::positive::<usize>, allow_negative_numbers = true)]
     pub ntimes: usize,
     /// Page size: off (4 KiB, THP refused), thp (transparent huge pages), 2M or 1G (reserved hugetlb pages)
     #[arg(long, value_enum, default_value_t = HugeArg::Off)]
@@ -332,7 +332,7 @@ pub struct StreamArgs {
     #[arg(long, value_enum, default_value_t = KernelArg::Auto)]
     pub kernel: KernelArg,
     /// Flag functions whose passes spread more than this many percent
-    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_CV_PERCENT)]
+    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_CV_PERCENT, value_parser = crate::args::positive::<f64>, allow_negative_numbers = true)]
     pub cv_threshold: f64,
     #[command(flatten)]
     pub peak: PeakArgs,
@@ -368,7 +368,7 @@ pub struct LoadedLatencyArgs {
     #[arg(long)]
     pub spread: bool,
     /// Throttle levels: no delay, then doubling delays (2 to 24)
-    #[arg(long, value_name = "N", default_value_t = 16)]
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = crate::args::positive::<usize>, allow_negative_numbers = true)]
     pub points: usize,
     /// Size of the latency chase (default: 4x the total last-level cache, at least 256M)
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
@@ -377,7 +377,7 @@ pub struct LoadedLatencyArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub size: Option<u64>,
     /// Time per latency sample in milliseconds
-    #[arg(long, value_name = "MS", default_value_t = 20)]
+    #[arg(long, value_name = "MS", default_value_t = 20, value_parser = crate::args::positive::<u64>, allow_negative_numbers = true)]
     pub sample_ms: u64,
     /// Vector kernel of the load (default: the widest this CPU supports)
     #[arg(long, value_enum, default_value_t = KernelArg::Auto)]
@@ -392,10 +392,10 @@ pub struct Common {
     #[arg(long, value_enum, default_value_t = HugeArg::Off)]
     pub huge_pages: HugeArg,
     /// Timed samples per cell, after one discarded warm-up
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = crate::args::positive::<usize>, allow_negative_numbers = true)]
     pub samples: usize,
     /// Flag results whose coefficient of variation exceeds this many percent, and name likely causes
-    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_CV_PERCENT)]
+    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_CV_PERCENT, value_parser = crate::args::positive::<f64>, allow_negative_numbers = true)]
     pub cv_threshold: f64,
 }
 
@@ -465,6 +465,19 @@ fn parse_ordered(s: &str) -> Result<IdList, String> {
     match ids {
         Ok(v) if !v.is_empty() => Ok(IdList(v)),
         _ => Err(format!("'{s}' is not a list of node numbers like 1,0")),
+    }
+}
+
+/// A count, a time or a percentage that must be above 0: `--samples -3` and
+/// `--sample-ms 0` are refused with what the value must be, not with clap's
+/// "unexpected argument '-3'".
+pub fn positive<T>(s: &str) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + Default,
+{
+    match s.trim().parse::<T>() {
+        Ok(v) if v > T::default() => Ok(v),
+        _ => Err(format!("must be a number above 0, not {s}")),
     }
 }
 

@@ -157,10 +157,13 @@ fn bad_input_exits_2_with_one_clear_line() {
             ],
             "--window must be a multiple",
         ),
-        (&["latency", "--samples", "0"], "--samples must be at least 1"),
+        (
+            &["latency", "--samples", "0"],
+            "'--samples <N>': must be a number above 0, not 0",
+        ),
         (
             &["latency", "--cv-threshold", "0"],
-            "--cv-threshold must be a positive",
+            "'--cv-threshold <PCT>': must be a number above 0",
         ),
     ];
     for (args, needle) in cases {

@@ -97,7 +97,7 @@ pub struct FleetRunArgs {
     #[arg(long, value_name = "MIN", default_value_t = 30)]
     pub time: u32,
     /// Jobs submitted at once; the others wait their turn here
-    #[arg(long, value_name = "N", default_value_t = 64)]
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = crate::args::positive::<usize>, allow_negative_numbers = true)]
     pub parallel: usize,
     /// The memfabric binary on the nodes (default: this one's path, which must exist there)
     #[arg(long, value_name = "PATH")]

@@ -69,10 +69,10 @@ pub struct GpuBandwidthArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size)]
     pub sizes: Vec<u64>,
     /// Timed samples per point (each about 1 GB of traffic), after one warm-up launch
-    #[arg(long, value_name = "N", default_value_t = 20)]
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = crate::args::positive::<usize>, allow_negative_numbers = true)]
     pub samples: usize,
     /// Threads per block
-    #[arg(long, value_name = "N", default_value_t = memfabric_gpu::plan::BLOCK_THREADS)]
+    #[arg(long, value_name = "N", default_value_t = memfabric_gpu::plan::BLOCK_THREADS, value_parser = crate::args::positive::<u32>, allow_negative_numbers = true)]
     pub block_threads: u32,
 }
 
@@ -106,13 +106,13 @@ pub struct GpuLatencyArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub max: Option<u64>,
     /// Points per doubling of the size
-    #[arg(long, value_name = "N", default_value_t = 2)]
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = crate::args::positive::<u32>, allow_negative_numbers = true)]
     pub points_per_octave: u32,
     /// Bytes between chase elements, a multiple of 4 (128: one GPU cache line per load)
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "128")]
     pub stride: u64,
     /// Timed chases per point (the median is reported)
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = crate::args::positive::<usize>, allow_negative_numbers = true)]
     pub samples: usize,
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
@@ -159,7 +159,7 @@ pub struct GpuCopyArgs {
     #[arg(long, value_name = "LIST", value_parser = parse_list)]
     pub nodes: Option<IdList>,
     /// Timed copies per cell, after one warm-up
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = crate::args::positive::<usize>, allow_negative_numbers = true)]
     pub samples: usize,
 }
 
@@ -224,7 +224,7 @@ pub struct GpuHostLatencyArgs {
     #[arg(long, value_name = "LIST", value_parser = parse_list)]
     pub nodes: Option<IdList>,
     /// Timed chases per node
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = crate::args::positive::<usize>, allow_negative_numbers = true)]
     pub samples: usize,
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
@@ -251,10 +251,10 @@ pub struct GpuLoadedArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub gaps: Vec<u64>,
     /// Latency samples per point
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = crate::args::positive::<usize>, allow_negative_numbers = true)]
     pub samples: usize,
     /// Time per latency sample in milliseconds
-    #[arg(long, value_name = "MS", default_value_t = 20)]
+    #[arg(long, value_name = "MS", default_value_t = 20, value_parser = crate::args::positive::<u64>, allow_negative_numbers = true)]
     pub sample_ms: u64,
 }
 
@@ -270,7 +270,7 @@ pub struct GpuInjectionArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "2M")]
     pub size: u64,
     /// Walks per case (each after a fresh write or flush)
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = crate::args::positive::<usize>, allow_negative_numbers = true)]
     pub samples: usize,
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,

@@ -37,10 +37,10 @@ Examples:
 #[derive(Debug, Args)]
 pub struct MonitorArgs {
     /// Time between readings: 1s, 500ms, 2m
-    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "1s")]
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "1s", allow_hyphen_values = true)]
     pub interval: Duration,
     /// Stop after this long (default: when the command exits, else when interrupted)
-    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// One CSV row per interval per channel on stdout
     #[arg(long, conflicts_with = "json")]

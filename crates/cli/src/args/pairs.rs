@@ -40,16 +40,16 @@ pub struct C2cArgs {
     #[arg(long, value_enum, default_value_t = C2cModeArg::Cas)]
     pub mode: C2cModeArg,
     /// Timed samples per pair, after one discarded warm-up sample
-    #[arg(long, value_name = "N", default_value_t = memfabric_measure::c2c::DEFAULT_SAMPLES)]
+    #[arg(long, value_name = "N", default_value_t = memfabric_measure::c2c::DEFAULT_SAMPLES, value_parser = crate::args::positive::<usize>, allow_negative_numbers = true)]
     pub samples: usize,
     /// Round trips per sample
-    #[arg(long, value_name = "N", default_value_t = memfabric_measure::c2c::DEFAULT_ROUND_TRIPS)]
+    #[arg(long, value_name = "N", default_value_t = memfabric_measure::c2c::DEFAULT_ROUND_TRIPS, value_parser = crate::args::positive::<u64>, allow_negative_numbers = true)]
     pub iterations: u64,
     /// Byte offsets of the line inside its 4 KiB page: multiples of 64 below 4096, one matrix each
     #[arg(long, value_name = "LIST", value_parser = parse_offset_list, default_value = "0")]
     pub offsets: Offsets,
     /// Flag pairs whose coefficient of variation exceeds this many percent, and name likely causes
-    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_CV_PERCENT)]
+    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_CV_PERCENT, value_parser = crate::args::positive::<f64>, allow_negative_numbers = true)]
     pub cv_threshold: f64,
 }
 
@@ -109,7 +109,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub max: Option<u64>,
     /// Sizes per doubling (each rounded to what its kernel takes: 64-byte lines, 512-byte blocks)
-    #[arg(long, value_name = "N", default_value_t = 4)]
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = crate::args::positive::<u32>, allow_negative_numbers = true)]
     pub points_per_octave: u32,
     /// Bandwidth threads: N, or all (every allowed CPU of the measuring CPU's node)
     #[arg(long, value_name = "N|all", value_parser = parse_sweep_threads, default_value = "1")]
@@ -130,10 +130,10 @@ pub struct SweepArgs {
     #[arg(long, value_enum, default_value_t = PatternArg::Random)]
     pub pattern: PatternArg,
     /// Timed samples per point and curve, after a warm-up
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = crate::args::positive::<usize>, allow_negative_numbers = true)]
     pub samples: usize,
     /// Time per sample in milliseconds (loads or passes per sample are calibrated to it)
-    #[arg(long, value_name = "MS", default_value_t = 2)]
+    #[arg(long, value_name = "MS", default_value_t = 2, value_parser = crate::args::positive::<u64>, allow_negative_numbers = true)]
     pub sample_ms: u64,
     /// Seed of the random chase
     #[arg(long, default_value_t = DEFAULT_SEED)]
@@ -142,7 +142,7 @@ pub struct SweepArgs {
     #[arg(long, value_enum, default_value_t = KernelArg::Auto)]
     pub kernel: KernelArg,
     /// Flag points whose samples spread more than this many percent
-    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_CV_PERCENT)]
+    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_CV_PERCENT, value_parser = crate::args::positive::<f64>, allow_negative_numbers = true)]
     pub cv_threshold: f64,
 }
 

@@ -132,12 +132,18 @@ fn c2c_bad_input_exits_2() {
             "--offsets 4096: each offset must be a multiple of 64",
         ),
         (&["c2c", "--offsets", "0,,64"], "empty entry"),
-        (&["c2c", "--samples", "0"], "--samples must be at least 1"),
-        (&["c2c", "--iterations", "0"], "--iterations must be at least 1"),
+        (
+            &["c2c", "--samples", "0"],
+            "'--samples <N>': must be a number above 0, not 0",
+        ),
+        (
+            &["c2c", "--iterations", "0"],
+            "'--iterations <N>': must be a number above 0, not 0",
+        ),
         (&["c2c", "--mode", "mesi"], "mesi"),
         (
             &["c2c", "--cv-threshold", "0"],
-            "--cv-threshold must be a positive",
+            "'--cv-threshold <PCT>': must be a number above 0",
         ),
     ];
     for (args, needle) in cases {

@@ -50,7 +50,10 @@ fn without_a_driver_every_gpu_command_is_skipped_and_exits_0() {
 fn bad_gpu_input_exits_2_with_one_clear_line() {
     let cases: [(&[&str], &str); 9] = [
         (&["latency", "--max", "17G"], "at most 16G"),
-        (&["bandwidth", "--samples", "0"], "--samples must be 1 or more"),
+        (
+            &["bandwidth", "--samples", "0"],
+            "'--samples <N>': must be a number above 0, not 0",
+        ),
         (
             &["bandwidth", "--block-threads", "100"],
             "--block-threads must be a multiple of 32",

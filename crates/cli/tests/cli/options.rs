@@ -151,7 +151,8 @@ fn a_closed_stdout_ends_the_command_quietly() {
 
 #[test]
 fn the_binary_and_the_changelog_name_one_version() {
-    let changelog = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../CHANGELOG.md")).unwrap();
+    let changelog =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../CHANGELOG.md")).unwrap();
     let newest = changelog
         .lines()
         .find_map(|l| l.strip_prefix("## "))
@@ -161,4 +162,35 @@ fn the_binary_and_the_changelog_name_one_version() {
     let printed = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert_eq!(printed.trim(), format!("memfabric {newest}"));
     assert_eq!(newest, env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
+fn zero_and_negative_counts_and_times_say_what_the_value_must_be() {
+    for (args, want) in [
+        (
+            &["latency", "--sample-ms", "0"][..],
+            "invalid value '0' for '--sample-ms <MS>': must be a number above 0, not 0",
+        ),
+        (
+            &["latency", "--samples", "-3"][..],
+            "invalid value '-3' for '--samples <N>': must be a number above 0, not -3",
+        ),
+        (
+            &["latency", "--cv-threshold", "-5"][..],
+            "invalid value '-5' for '--cv-threshold <PCT>': must be a number above 0, not -5",
+        ),
+        (
+            &["c2c", "--samples", "-1"][..],
+            "must be a number above 0, not -1",
+        ),
+        (
+            &["monitor", "--duration", "-1s"][..],
+            "invalid value '-1s' for '--duration <TIME>': '-1s': a time must be more than zero",
+        ),
+    ] {
+        let out = super::memfabric().args(args).assert().code(2);
+        let e = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert!(!e.contains("unexpected argument"), "{args:?}: {e}");
+    }
 }

@@ -155,7 +155,7 @@ fn sweep_bad_input_exits_2() {
         ),
         (
             &["sweep", "--points-per-octave", "0"],
-            "--points-per-octave must be between 1 and 64",
+            "'--points-per-octave <N>': must be a number above 0, not 0",
         ),
         (&["sweep", "--what", "everything"], "everything"),
         (&["sweep", "--threads", "0"], "not a thread count"),
@@ -177,7 +177,7 @@ fn sweep_bad_input_exits_2() {
         ),
         (
             &["sweep", "--max", "1M", "--cv-threshold", "0"],
-            "--cv-threshold must be a positive",
+            "'--cv-threshold <PCT>': must be a number above 0",
         ),
     ];
     for (args, needle) in cases {
