@@ -21,7 +21,7 @@ pub use gpu::{directions, GpuArgs, GpuBandwidthArgs, GpuCommand, GpuCopyArgs, GP
 pub use history::{CompareArgs, ExportFormat, ReportArgs, RunRef, RunsAction, RunsArgs};
 pub use interleave::{ConcurrentArg, InterleaveArgs};
 use lists::parse_counts;
-pub use lists::Counts;
+pub use lists::{positive, Counts};
 pub use monitor::{DramArg, DramArgs, MonitorArgs, MONITOR_HELP};
 pub use pairs::{C2cArgs, C2cModeArg, SweepArgs, SweepThreadsArg, SweepWhat, C2C_HELP, SWEEP_HELP};
 pub use plan::{CheckArgs, NumaArgs, PlanAction, PlanArgs, PopulationArgs, RasArg, PLAN_HELP};
@@ -465,19 +465,6 @@ fn parse_ordered(s: &str) -> Result<IdList, String> {
     match ids {
         Ok(v) if !v.is_empty() => Ok(IdList(v)),
         _ => Err(format!("'{s}' is not a list of node numbers like 1,0")),
-    }
-}
-
-/// A count, a time or a percentage that must be above 0: `--samples -3` and
-/// `--sample-ms 0` are refused with what the value must be, not with clap's
-/// "unexpected argument '-3'".
-pub fn positive<T>(s: &str) -> Result<T, String>
-where
-    T: std::str::FromStr + PartialOrd + Default,
-{
-    match s.trim().parse::<T>() {
-        Ok(v) if v > T::default() => Ok(v),
-        _ => Err(format!("must be a number above 0, not {s}")),
     }
 }
 
