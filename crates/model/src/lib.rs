@@ -22,6 +22,7 @@ pub mod mix;
 pub mod monitor;
 pub mod noise;
 pub mod run_parts;
+pub mod settings;
 pub mod stats;
 pub mod stream;
 pub mod study;

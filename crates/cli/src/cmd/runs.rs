@@ -2,6 +2,7 @@
 //! history kept by --save, --label and `run`.
 
 use anyhow::Result;
+use memfabric_model::settings::SettingDiff;
 use memfabric_model::Figure;
 use memfabric_store::{compare, figures_csv, CompareRow, Comparison, RunSummary};
 use serde::Serialize;
@@ -177,13 +178,56 @@ pub fn compare_runs(ctx: &Ctx, a: &CompareArgs) -> Result<Status> {
     }
     let (ia, ib) = (ids[0], ids[1]);
     let c = compare(ia, &store.figures(ia)?, ib, &store.figures(ib)?);
+    let differ = settings_differ(&store, ia, ib)?;
     if ctx.json {
-        ctx.print_json("compare", None, &c)?;
+        ctx.print_json(
+            "compare",
+            None,
+            Compared {
+                comparison: &c,
+                settings_differ: &differ,
+            },
+        )?;
     } else {
         let runs = [store.summary(ia)?, store.summary(ib)?];
-        print_all(&(summary_table(&runs) + "\n" + &render_comparison(&c)))?;
+        let text = summary_table(&runs)
+            + &settings_text(&differ, &format!("run {ia}"), &format!("run {ib}"))
+            + "\n"
+            + &render_comparison(&c);
+        print_all(&text)?;
     }
     Ok(Status::Ok)
+}
+
+#[derive(serde::Serialize)]
+struct Compared<'a> {
+    #[serde(flatten)]
+    comparison: &'a Comparison,
+    /// Settings the two runs were taken with that differ: their differences may be
+    /// these settings', not the machine's.
+    settings_differ: &'a [SettingDiff],
+}
+
+/// The settings two stored runs differ in.
+pub fn settings_differ(store: &memfabric_store::Store, a: i64, b: i64) -> Result<Vec<SettingDiff>> {
+    let doc = |id| -> Result<serde_json::Value> { Ok(serde_json::from_str(&store.document(id)?)?) };
+    Ok(memfabric_model::settings::differences(&doc(a)?, &doc(b)?))
+}
+
+/// The warning that heads a comparison of runs taken differently.
+pub fn settings_text(d: &[SettingDiff], a: &str, b: &str) -> String {
+    if d.is_empty() {
+        return String::new();
+    }
+    let (a, b) = (format!("<{a}"), format!("<{b}"));
+    let mut t = Table::new(&["<setting", &a, &b]);
+    for x in d {
+        t.row(vec![x.setting.clone(), x.a.clone(), x.b.clone()]);
+    }
+    format!(
+        "\nThe runs were taken with different settings: the differences below may be these settings', not the machine's.\n{}",
+        t.render()
+    )
 }
 
 /// Matrices (figures with cpu_node and mem_node) as difference matrices, everything

@@ -22,12 +22,49 @@ pub fn run(ctx: &Ctx, store: &Store, ids: &[i64], html: Option<&Path>) -> Result
         write_atomically(path, &memfabric_report::render_study(&s))?;
         eprintln!("memfabric: wrote {}", path.display());
     }
+    // Each later run against the first: the settings a study's ratios may owe to.
+    let mut differ = Vec::new();
+    for &id in &ids[1..] {
+        for d in super::runs::settings_differ(store, ids[0], id)? {
+            differ.push(StudySetting { run: id, diff: d });
+        }
+    }
     if ctx.json {
-        ctx.print_json("compare", None, &s)?;
+        ctx.print_json(
+            "compare",
+            None,
+            Studied {
+                study: &s,
+                settings_differ: &differ,
+            },
+        )?;
     } else {
-        print_all(&render(&s))?;
+        let diffs: Vec<_> = differ
+            .iter()
+            .map(|d| memfabric_model::settings::SettingDiff {
+                setting: format!("run {}: {}", d.run, d.diff.setting),
+                ..d.diff.clone()
+            })
+            .collect();
+        let warning = super::runs::settings_text(&diffs, &format!("run {}", ids[0]), "that run");
+        print_all(&(warning + &render(&s)))?;
     }
     Ok(Status::Ok)
+}
+
+#[derive(serde::Serialize)]
+struct StudySetting {
+    /// The later run whose setting differs from the first run's.
+    run: i64,
+    #[serde(flatten)]
+    diff: memfabric_model::settings::SettingDiff,
+}
+
+#[derive(serde::Serialize)]
+struct Studied<'a> {
+    #[serde(flatten)]
+    study: &'a Study,
+    settings_differ: &'a [StudySetting],
 }
 
 /// One row per shared figure: each run's value, then each later run's ratio to the

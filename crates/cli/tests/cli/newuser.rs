@@ -249,3 +249,47 @@ fn report_and_delete_answer_json_and_an_existing_report_is_kept_without_force() 
     let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(v["result"]["deleted"], 1);
 }
+
+#[test]
+fn compare_names_the_settings_two_runs_were_taken_with_first() {
+    let _turn = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.sqlite");
+    let quick = ["latency", "--samples", "2", "--sample-ms", "1", "--save"];
+    with_db(&db)
+        .args(quick)
+        .args(["--size", "64K"])
+        .assert()
+        .success();
+    with_db(&db)
+        .args(quick)
+        .args(["--size", "128K", "--huge-pages", "thp"])
+        .assert()
+        .success();
+    with_db(&db)
+        .args(quick)
+        .args(["--size", "64K"])
+        .assert()
+        .success();
+    let out = with_db(&db).args(["compare", "1", "2"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let warn = text
+        .find("The runs were taken with different settings")
+        .expect("the warning");
+    assert!(
+        warn < text.find("minus run").unwrap(),
+        "before the differences: {text}"
+    );
+    assert!(text.contains("result.size_bytes  65536  131072"), "{text}");
+    assert!(text.contains("result.huge_pages  off    thp"), "{text}");
+    let same = with_db(&db).args(["compare", "1", "3"]).assert().success();
+    assert!(!String::from_utf8_lossy(&same.get_output().stdout).contains("different settings"));
+    let json = with_db(&db)
+        .args(["--json", "compare", "1", "2", "3"])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
+    let d = v["result"]["settings_differ"].as_array().unwrap();
+    assert!(d.iter().all(|x| x["run"] == 2), "{d:?}");
+    assert_eq!(d.len(), 2);
+}
