@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
+pub mod caches;
 pub mod firmware;
 pub mod levels;
 pub mod noise;

@@ -328,7 +328,8 @@ fn loaded_latency_refuses_what_cannot_run() {
         roots: memfabric_topo::Roots::live(),
     };
     let err = |f: fn(&mut LoadedOptions)| loaded_plan(&m, &loaded(f)).unwrap_err().to_string();
-    assert!(err(|o| o.points = 1).contains("--points must be at least 2"));
+    assert!(err(|o| o.points = 1).contains("--points must be 2 to 24, not 1"));
+    assert!(err(|o| o.points = 100).contains("--points must be 2 to 24, not 100"));
     assert!(err(|o| o.load_cpus = Some(vec![0, 1])).contains("cannot also load"));
     assert!(err(|o| o.latency_domain = Some(99)).contains("L3 domain 99 does not exist"));
     assert!(err(|o| {

@@ -34,6 +34,10 @@ pub struct BandwidthReport {
     /// DIMM speed not readable without root...); absent when shares are given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_unknown: Option<String>,
+    /// Set where a working set fits in the last-level cache of its CPUs: what the
+    /// figures then describe, and the size that measures memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_caveat: Option<String>,
     /// `--interleave`: every cell's memory was spread over these nodes (its placement
     /// holds the shares found), and `mem_nodes` / `mem_node` name the set's first node.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -34,6 +34,10 @@ pub struct LoadedLatencyReport {
     /// Latency with every load thread idle.
     pub idle: Outcome<LatencyMeasurement>,
     pub steps: Vec<LoadStep>,
+    /// Set where a working set fits in the last-level cache of its CPUs: what the
+    /// figures then describe, and the size that measures memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_caveat: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -279,6 +279,7 @@ fn efficiency_of_cells() {
         firmware: None,
         dram_counting: Default::default(),
         peak_unknown: None,
+        cache_caveat: None,
         interleave: None,
     };
     annotate_bandwidth(&mut r, &topo, &m, None);

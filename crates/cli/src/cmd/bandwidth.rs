@@ -113,6 +113,11 @@ fn title(r: &BandwidthReport) -> String {
     )
 }
 
+/// A recorded caveat as the line the terminal shows.
+pub fn caveat(c: Option<&str>) -> String {
+    c.map_or(String::new(), |c| format!("  ! {c}\n"))
+}
+
 pub fn render(r: &BandwidthReport) -> String {
     let mut out = String::new();
     let square = r.cpu_nodes.len() > 1 || r.mem_nodes.len() > 1;
@@ -133,6 +138,7 @@ pub fn render(r: &BandwidthReport) -> String {
         out += "\n";
     }
     out += &cells_table(r);
+    out += &caveat(r.cache_caveat.as_deref());
     out += &super::efficiency::render(r);
     out += &super::efficiency::unknown(r.peak_unknown.as_deref());
     out += &super::firmware::render(r.firmware.as_ref());
@@ -335,6 +341,7 @@ mod tests {
             firmware: None,
             dram_counting: Default::default(),
             peak_unknown: None,
+            cache_caveat: None,
             interleave: None,
         };
         insta::assert_snapshot!(render(&r));
@@ -397,6 +404,7 @@ mod tests {
                 reason: "intel-imc: the first available".into(),
             },
             peak_unknown: None,
+            cache_caveat: None,
             interleave: None,
         };
         let counted = render(&r);
@@ -441,6 +449,7 @@ mod tests {
             firmware: None,
             dram_counting: Default::default(),
             peak_unknown: None,
+            cache_caveat: None,
             interleave: None,
         };
         insta::assert_snapshot!(render(&r));

@@ -242,6 +242,7 @@ mod tests {
             firmware: None,
             dram_counting: Default::default(),
             peak_unknown: None,
+            cache_caveat: None,
             interleave: None,
         };
         let Outcome::Ok(peak) = theory::smbios_peak(&topo.memory_devices) else {

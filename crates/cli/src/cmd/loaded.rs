@@ -88,6 +88,7 @@ pub fn render(r: &LoadedLatencyReport) -> String {
         r.kernel,
         common::json_name(&r.huge_pages)
     );
+    out += &super::bandwidth::caveat(r.cache_caveat.as_deref());
     out += &steps_table(r);
     out += &super::efficiency::over_peak(r.steps.iter().map(|s| s.efficiency.as_ref()));
     out += &curve(r);
@@ -232,6 +233,7 @@ mod tests {
             spread,
             idle: latency(190.0),
             steps,
+            cache_caveat: None,
         }
     }
 

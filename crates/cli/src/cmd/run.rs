@@ -12,6 +12,7 @@ use super::common;
 use crate::args::{Cli, Command, GpuCommand, RunArgs};
 use crate::output::{this_machine, Ctx, Finished, Status};
 
+mod sizes;
 mod summary;
 
 /// The command line that measures `cell` in `suite`.
@@ -188,7 +189,10 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
         _ => Suite::Default,
     };
     let sample = c2c_sample(&topo, &machine.allowed_cpus);
-    let steps = steps(suite, sample.as_deref(), topo.memory_nodes().len());
+    let steps: Vec<(Cell, String)> = steps(suite, sample.as_deref(), topo.memory_nodes().len())
+        .into_iter()
+        .map(|(cell, line)| (cell, sizes::past_caches(&line, &topo)))
+        .collect();
     let mut parts = Vec::new();
     for (cell, line) in &steps {
         parts.push((*cell, measure(ctx, &topo, line)?));

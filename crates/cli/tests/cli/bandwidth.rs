@@ -384,3 +384,46 @@ fn a_peak_given_on_the_command_line_is_not_called_smbios() {
         "{text}"
     );
 }
+
+/// The machine's largest L3 domain, from `topology --json`.
+fn llc_bytes() -> u64 {
+    let v = super::json_of(&["topology"]);
+    let domains = v["result"]["l3_domains"].as_array().cloned().unwrap_or_default();
+    domains
+        .iter()
+        .filter_map(|d| d["size_bytes"].as_u64())
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_working_set_that_fits_in_the_cache_is_not_passed_off_as_memory() {
+    let llc = llc_bytes();
+    if llc < 4 << 20 {
+        eprintln!("skipped: no last-level cache of 4 MiB or more here ({llc} bytes)");
+        return;
+    }
+    let _turn = super::measuring();
+    // One thread reading a quarter of the cache.
+    let size = memfabric_model::format_size(llc / 4);
+    let v = super::json_of(&["bandwidth", "--threads", "1", "--size", &size, "--samples", "2"]);
+    let caveat = v["result"]["cache_caveat"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no caveat: {v}"));
+    assert!(
+        caveat.starts_with("1 of 1 cells hold a working set that fits in their CPUs' last-level cache"),
+        "{caveat}"
+    );
+    let out = super::memfabric()
+        .args(["bandwidth", "--threads", "1", "--size", &size, "--samples", "2"])
+        .assert()
+        .success();
+    assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("  ! 1 of 1 cells hold a working set"));
+    let past = memfabric_model::format_size(2 * llc);
+    let v = super::json_of(&["bandwidth", "--threads", "1", "--size", &past, "--samples", "2"]);
+    assert!(
+        v["result"].get("cache_caveat").is_none(),
+        "{}",
+        v["result"]["cache_caveat"]
+    );
+}

@@ -163,3 +163,32 @@ fn sigint_stops_a_loaded_run_with_nothing_on_stdout() {
     assert!(stdout.is_empty(), "half a result on stdout");
     assert!(secs < 5.0, "took {secs} s to stop");
 }
+
+#[test]
+fn a_load_or_a_chase_that_fits_in_the_cache_is_said_to() {
+    let _turn = super::measuring();
+    let v = super::json_of(&[
+        "loaded-latency",
+        "--size",
+        "1M",
+        "--chase-size",
+        "256K",
+        "--points",
+        "2",
+        "--samples",
+        "2",
+        "--sample-ms",
+        "2",
+    ]);
+    let caveat = v["result"]["cache_caveat"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no caveat: {}", v["result"]));
+    assert!(
+        caveat.contains("the load's working set (1M over 1 thread(s)) fits in their last-level cache"),
+        "{caveat}"
+    );
+    assert!(
+        caveat.contains("the chase (256K) fits in the measuring CPU's last-level cache"),
+        "{caveat}"
+    );
+}

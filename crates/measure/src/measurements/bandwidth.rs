@@ -97,6 +97,7 @@ pub fn run(plan: &BandwidthPlan, dram: Option<&DramCounters>, obs: &dyn Observer
         firmware: None,
         dram_counting: Default::default(),
         peak_unknown: None,
+        cache_caveat: None,
         interleave: plan.interleave.clone(),
     }
 }
@@ -350,6 +351,7 @@ impl crate::measurement::Measurement for Bandwidth {
         let conditions = m.conditions();
         memfabric_analysis::noise::annotate_bandwidth(r, m.topo, &conditions, p.checked.threshold_cv);
         crate::efficiency::annotate(r, m.topo, p.links.as_ref(), p.checked.memory_peak.as_ref());
+        memfabric_analysis::caches::annotate_bandwidth(r, m.topo);
         // Firmware figures are per node pair; an interleave is no one pair.
         if r.interleave.is_none() {
             r.firmware = memfabric_analysis::firmware::compare_bandwidth(r, m.topo);

@@ -128,6 +128,7 @@ pub fn run(plan: &LoadedPlan, obs: &dyn Observer) -> LoadedLatencyReport {
         spread: plan.spread,
         idle,
         steps,
+        cache_caveat: None,
     }
 }
 
@@ -289,6 +290,7 @@ impl crate::measurement::Measurement for LoadedLatency {
         let conditions = m.conditions();
         memfabric_analysis::noise::annotate_loaded(r, m.topo, &conditions, p.threshold_cv);
         crate::efficiency::annotate_loaded(r, m.topo);
+        memfabric_analysis::caches::annotate_loaded(r, m.topo);
     }
 }
 
