@@ -108,7 +108,11 @@ pub fn levels(
             from_bytes: curve[p.first].0,
             to_bytes: curve[p.last].0,
             points: p.last + 1 - p.first,
-            level: plateau_name(k, &boundaries, &wanted, max_bytes),
+            level: past_llc(
+                curve[p.first].0,
+                plateau_name(k, &boundaries, &wanted, max_bytes),
+                &wanted,
+            ),
             latency_ns: (!falls).then_some(p.median),
             bandwidth_gb_s: falls.then_some(p.median),
         })
@@ -119,6 +123,19 @@ pub fn levels(
         plateaus,
         boundaries,
         comparison,
+    }
+}
+
+/// A plateau that starts past the last-level cache is not one of the caches the
+/// topology reports, whatever the steps before it matched: it is memory (or, where
+/// a further step ends it, the "memory-side cache?" already named). Without this a
+/// curve that climbs into DRAM without an L3 step named its DRAM plateau after L3.
+fn past_llc(from_bytes: u64, name: String, wanted: &[Expected]) -> String {
+    let llc = wanted.last().map_or(u64::MAX, |w| w.bytes);
+    if from_bytes > llc && wanted.iter().any(|w| w.name == name) {
+        "memory".into()
+    } else {
+        name
     }
 }
 
@@ -260,5 +277,59 @@ mod tests {
             match_levels(&[56e3, 20e6, 40e6, 300e6], &expected),
             [Some(0), None, Some(3)]
         );
+    }
+}
+
+#[cfg(test)]
+mod past_the_llc {
+    use super::*;
+
+    fn expected() -> Vec<ExpectedLevel> {
+        [
+            ("L1 Data", 32u64 << 10),
+            ("L2 Unified", 512 << 10),
+            ("L3 Unified", 32 << 20),
+        ]
+        .iter()
+        .map(|&(name, bytes)| ExpectedLevel {
+            name: name.into(),
+            instance_bytes: bytes,
+            sharing_threads: 1,
+        })
+        .collect()
+    }
+
+    /// A latency curve as the quick suite measured it on a 2-CPU EPYC guest (two
+    /// points per octave to 64 MiB): L1, L2, then an L3 plateau that climbs into
+    /// DRAM around the 32 MiB last-level cache.
+    fn curve() -> Vec<(u64, f64)> {
+        let mut c = Vec::new();
+        let mut size = 4u64 << 10;
+        while size <= 64 << 20 {
+            for s in [size, size * 3 / 2] {
+                // No L3 plateau: past L2 the latency climbs steadily into DRAM, as in
+                // a guest whose host shares the L3 with other tenants.
+                let ns = match s {
+                    s if s <= 32 << 10 => 1.2,
+                    s if s <= 512 << 10 => 4.0,
+                    s if s < 40 << 20 => 4.0 * (s as f64 / (512 << 10) as f64).powf(0.84),
+                    _ => 153.0,
+                };
+                c.push((s, ns));
+            }
+            size *= 2;
+        }
+        c
+    }
+
+    #[test]
+    fn a_plateau_past_the_last_level_cache_is_memory_in_both_curves() {
+        let lat = levels(curve(), false, &expected(), 1, 64 << 20);
+        let last = lat.plateaus.last().unwrap();
+        assert!(last.from_bytes > 8 << 20, "{:?}", lat.plateaus);
+        assert_eq!(last.level, "memory", "{:?}", lat.plateaus);
+        let bw: Vec<(u64, f64)> = curve().into_iter().map(|(s, ns)| (s, 1000.0 / ns)).collect();
+        let bw = levels(bw, true, &expected(), 1, 64 << 20);
+        assert_eq!(bw.plateaus.last().unwrap().level, "memory");
     }
 }
