@@ -31,8 +31,8 @@ MF=$PWD/target/release/memfabric
 export MEMFABRIC_DB=$PWD/$OUT/runs.sqlite
 
 say "two quick runs, saved"
-(cd "$OUT" && "$MF" --quiet --label first run --quick >/dev/null)
-(cd "$OUT" && "$MF" --quiet --label second run --quick >/dev/null)
+(cd "$OUT" && "$MF" --quiet run --label first --quick >/dev/null)
+(cd "$OUT" && "$MF" --quiet run --label second --quick >/dev/null)
 "$MF" --quiet report 1 -o "$OUT/run.html"
 "$MF" --quiet report 1 --compare 2 -o "$OUT/compare.html"
 

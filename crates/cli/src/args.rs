@@ -117,12 +117,6 @@ pub struct Cli {
     /// Do not draw progress on stderr
     #[arg(long, global = true)]
     pub quiet: bool,
-    /// Keep the result in the run database (see `memfabric runs`); `run` always keeps its result
-    #[arg(long, global = true)]
-    pub save: bool,
-    /// A name for the saved run, e.g. "DDR4-2666" (implies --save)
-    #[arg(long, global = true, value_name = "TEXT")]
-    pub label: Option<String>,
     /// The run database, an SQLite file (default: $MEMFABRIC_DB, else $XDG_DATA_HOME/memfabric/runs.sqlite, else ~/.local/share/memfabric/runs.sqlite)
     #[arg(long, global = true, value_name = "PATH", conflicts_with = "store")]
     pub db: Option<PathBuf>,
@@ -175,8 +169,21 @@ pub enum Command {
     List,
 }
 
+/// `--save` and `--label`: offered by the commands that measure, and only by them.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Keep {
+    /// Keep the result in the run database (see `memfabric runs`); `run` always keeps its result
+    #[arg(long, global = true)]
+    pub save: bool,
+    /// A name for the saved run, e.g. "DDR4-2666" (implies --save); names the run wherever a run id is taken
+    #[arg(long, global = true, value_name = "TEXT")]
+    pub label: Option<String>,
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub keep: Keep,
     /// Smaller buffers and fewer samples: a first look in seconds, not a reference figure
     #[arg(long)]
     pub quick: bool,
@@ -217,6 +224,8 @@ pub struct Selection {
 #[derive(Debug, Args)]
 pub struct LatencyArgs {
     #[command(flatten)]
+    pub keep: Keep,
+    #[command(flatten)]
     pub select: Selection,
     /// Measure from this CPU (default: the first allowed CPU of each CPU node)
     #[arg(long, value_name = "CPU")]
@@ -245,6 +254,8 @@ pub struct LatencyArgs {
 
 #[derive(Debug, Args)]
 pub struct BandwidthArgs {
+    #[command(flatten)]
+    pub keep: Keep,
     #[command(flatten)]
     pub select: Selection,
     /// Access mixes, comma-separated, or all (see below)
@@ -305,6 +316,8 @@ pub struct PeakArgs {
 
 #[derive(Debug, Args)]
 pub struct StreamArgs {
+    #[command(flatten)]
+    pub keep: Keep,
     /// CPU nodes whose CPUs run threads (default: every node with CPUs this process may use)
     #[arg(long, value_name = "LIST", value_parser = parse_list)]
     pub cpu_nodes: Option<IdList>,
@@ -340,6 +353,8 @@ pub struct StreamArgs {
 
 #[derive(Debug, Args)]
 pub struct LoadedLatencyArgs {
+    #[command(flatten)]
+    pub keep: Keep,
     /// The CPU that measures latency (default: the first allowed CPU)
     #[arg(long, value_name = "CPU")]
     pub latency_cpu: Option<u32>,

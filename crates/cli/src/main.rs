@@ -16,18 +16,18 @@ use clap::Parser;
 use args::{Cli, Command};
 use output::{ClosedStdout, Ctx, Interrupted, Status, Usage};
 
-/// The commands that measure nothing, so have nothing to save.
-fn never_saved(c: &Command) -> Option<&'static str> {
+/// `--save` and `--label` of the commands that measure; the others do not take them.
+fn keep(c: &Command) -> Option<&args::Keep> {
     match c {
-        Command::Topology(_) => Some("topology"),
-        Command::Theory(_) => Some("theory"),
-        Command::Audit(_) => Some("audit"),
-        Command::Plan(_) => Some("plan"),
-        Command::Runs(_) => Some("runs"),
-        Command::Compare(_) => Some("compare"),
-        Command::Report(_) => Some("report"),
-        Command::Fleet(_) => Some("fleet"),
-        Command::List => Some("list"),
+        Command::Run(a) => Some(&a.keep),
+        Command::Latency(a) => Some(&a.keep),
+        Command::Bandwidth(a) => Some(&a.keep),
+        Command::Stream(a) => Some(&a.keep),
+        Command::LoadedLatency(a) => Some(&a.keep),
+        Command::C2c(a) => Some(&a.keep),
+        Command::Sweep(a) => Some(&a.keep),
+        Command::Monitor(a) => Some(&a.keep),
+        Command::Gpu(a) => Some(&a.keep),
         _ => None,
     }
 }
@@ -37,14 +37,9 @@ fn never_saved(c: &Command) -> Option<&'static str> {
 /// refuses the login fails in one line, not after the measurement.
 fn save_setup(cli: &Cli, ctx: &mut Ctx) -> Result<(), ExitCode> {
     let always_save = matches!(&cli.command, Command::Run(a) if !a.no_save);
-    let asked = cli.save || cli.label.is_some();
-    if let (true, Some(name)) = (asked, never_saved(&cli.command)) {
-        eprintln!(
-            "memfabric: error: --save and --label keep a measurement in the run database; `{name}` is not a measurement and is never saved"
-        );
-        return Err(ExitCode::from(2));
-    }
-    if let Some(Err(e)) = cli.label.as_deref().map(cmd::helpers::check_label) {
+    let kept = keep(&cli.command).cloned().unwrap_or_default();
+    let asked = kept.save || kept.label.is_some();
+    if let Some(Err(e)) = kept.label.as_deref().map(cmd::helpers::check_label) {
         eprintln!("memfabric: error: {e}");
         return Err(ExitCode::from(2));
     }
@@ -56,7 +51,7 @@ fn save_setup(cli: &Cli, ctx: &mut Ctx) -> Result<(), ExitCode> {
                 Ok(_) => {
                     ctx.save = Some(output::SaveTo {
                         location,
-                        label: cli.label.clone(),
+                        label: kept.label.clone(),
                     })
                 }
                 Err(e) => {

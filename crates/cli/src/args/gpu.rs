@@ -24,6 +24,8 @@ Examples:
 
 #[derive(Debug, Args)]
 pub struct GpuArgs {
+    #[command(flatten)]
+    pub keep: super::Keep,
     /// CUDA device ordinal
     #[arg(long, global = true, value_name = "N", default_value_t = 0)]
     pub gpu: u32,

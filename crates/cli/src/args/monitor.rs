@@ -36,6 +36,8 @@ Examples:
 
 #[derive(Debug, Args)]
 pub struct MonitorArgs {
+    #[command(flatten)]
+    pub keep: super::Keep,
     /// Time between readings: 1s, 500ms, 2m
     #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "1s", allow_hyphen_values = true)]
     pub interval: Duration,

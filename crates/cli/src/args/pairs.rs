@@ -33,6 +33,8 @@ Exit codes: 0 success, 1 a measurement failed, 2 bad input or usage.";
 
 #[derive(Debug, Args)]
 pub struct C2cArgs {
+    #[command(flatten)]
+    pub keep: super::Keep,
     /// CPUs to pair, at least 2 (default: every online CPU this process may use)
     #[arg(long, value_name = "LIST", value_parser = parse_list)]
     pub cpus: Option<IdList>,
@@ -99,6 +101,8 @@ Exit codes: 0 success, 1 a measurement failed, 2 bad input or usage.";
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
+    #[command(flatten)]
+    pub keep: super::Keep,
     /// The curves to measure
     #[arg(long, value_enum, default_value_t = SweepWhat::Both)]
     pub what: SweepWhat,

@@ -228,7 +228,7 @@ fn saved_monitor_runs_compare_and_report() {
         memfabric()
             .arg("--db")
             .arg(&db)
-            .args(["--label", label, "monitor", "--sysfs", &sys, "--resctrl", &res])
+            .args(["monitor", "--label", label, "--sysfs", &sys, "--resctrl", &res])
             .args(["--interval", "100ms", "--duration", "300ms"])
             .assert()
             .success();

@@ -110,8 +110,18 @@ fn two_processes_saving_at_once_both_land() {
     let bin = assert_cmd::cargo::cargo_bin("memfabric");
     let spawn = |label: &str| {
         std::process::Command::new(&bin)
-            .args(["--quiet", "--label", label])
-            .args(["bandwidth", "--size", "1M", "--samples", "2", "--threads", "1"])
+            .arg("--quiet")
+            .args([
+                "bandwidth",
+                "--label",
+                label,
+                "--size",
+                "1M",
+                "--samples",
+                "2",
+                "--threads",
+                "1",
+            ])
             .env("MEMFABRIC_DB", &db)
             .stdout(std::process::Stdio::null())
             .spawn()
@@ -138,8 +148,8 @@ fn an_interrupted_measurement_saves_nothing() {
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memfabric"))
         .args([
             "--quiet",
-            "--save",
             "bandwidth",
+            "--save",
             "--size",
             "16M",
             "--samples",
