@@ -18,7 +18,7 @@ mod plan;
 mod theory;
 pub use fleet::{FleetAction, FleetArgs, FleetReportArgs, FleetRunArgs, IngestArgs, FLEET_HELP};
 pub use gpu::{directions, GpuArgs, GpuBandwidthArgs, GpuCommand, GpuCopyArgs, GPU_HELP};
-pub use history::{CompareArgs, ExportFormat, ReportArgs, RunRef, RunsAction, RunsArgs};
+pub use history::{CompareArgs, ExportFormat, Keep, ReportArgs, RunRef, RunsAction, RunsArgs};
 pub use interleave::{ConcurrentArg, InterleaveArgs};
 use lists::parse_counts;
 pub use lists::{positive, Counts};
@@ -167,17 +167,6 @@ pub enum Command {
     Gpu(GpuArgs),
     /// List the measurements memfabric offers and what each reports
     List,
-}
-
-/// `--save` and `--label`: offered by the commands that measure, and only by them.
-#[derive(Debug, Clone, Default, Args)]
-pub struct Keep {
-    /// Keep the result in the run database (see `memfabric runs`); `run` always keeps its result
-    #[arg(long, global = true)]
-    pub save: bool,
-    /// A name for the saved run, e.g. "DDR4-2666" (implies --save); names the run wherever a run id is taken
-    #[arg(long, global = true, value_name = "TEXT")]
-    pub label: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -98,3 +98,14 @@ impl std::str::FromStr for RunRef {
         Ok(RunRef::Label(s.to_string()))
     }
 }
+
+/// `--save` and `--label`: offered by the commands that measure, and only by them.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Keep {
+    /// Keep the result in the run database (see `memfabric runs`); `run` always keeps its result
+    #[arg(long, global = true)]
+    pub save: bool,
+    /// A name for the saved run, e.g. "DDR4-2666" (implies --save); names the run wherever a run id is taken
+    #[arg(long, global = true, value_name = "TEXT")]
+    pub label: Option<String>,
+}

@@ -56,7 +56,7 @@ fn save_and_label_are_offered_only_by_commands_that_measure() {
     ] {
         let h = help(not);
         assert!(
-            !h.contains("--save") && !h.contains("--label"),
+            !h.contains("--save") && !h.contains("--label <TEXT>"),
             "{not:?} offers --save or --label:\n{h}"
         );
     }
