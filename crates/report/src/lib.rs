@@ -11,6 +11,7 @@
 
 pub mod svg;
 
+mod caveats;
 mod concurrent;
 mod fleet;
 mod gpu;
@@ -65,6 +66,7 @@ body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em aut
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
 th{background:#f3f3f3}td.l,th.l{text-align:left}.meta{color:#555}.noise{color:#999}.bad{color:#b00}
+ul.caveats{color:#8a4b00;margin:.3em 0}
 svg{display:block;margin:.6em 0;max-width:100%;height:auto}svg .tick{font-size:11px;fill:#333}
 svg .axis{font-size:12px;fill:#111}svg .val{font-size:11px}
 ";
@@ -79,10 +81,14 @@ fn page(title: &str, body: &str) -> String {
 fn header(info: &RunInfo, doc: &StoredDocument) -> String {
     let env = doc.environment.clone().unwrap_or_default();
     let known = |v: Option<String>| v.unwrap_or_else(|| "not known".into());
+    let command = match &doc.document {
+        memfabric_model::Document::Run(r) => format!("{} ({} suite)", info.command, r.suite.name()),
+        _ => info.command.clone(),
+    };
     format!(
         "<h1>memfabric: {}</h1><p class=\"meta\">{} on {} at {}; memfabric {}; CPU {}; kernel {}; THP {}; governor {}</p>",
         esc(&info.name()),
-        esc(&info.command),
+        esc(&command),
         esc(info.host.as_deref().unwrap_or("?")),
         esc(&info.date),
         esc(&info.tool_version),

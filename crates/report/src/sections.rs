@@ -15,11 +15,21 @@ pub fn sections(doc: &Document) -> Vec<(String, String)> {
     match doc {
         Document::Run(r) => {
             let mut out = vec![("Topology".to_string(), topology(&r.topology))];
-            out.extend(r.parts().iter().map(|(c, d)| (c.title().to_string(), body(d))));
+            out.extend(
+                r.parts()
+                    .iter()
+                    .map(|(c, d)| (c.title().to_string(), annotated(d))),
+            );
             out
         }
-        other => vec![(title(other).to_string(), body(other))],
+        other => vec![(title(other).to_string(), annotated(other))],
     }
+}
+
+/// A section's body between how its figures were taken and what to keep in mind
+/// about them, as the terminal prints them.
+fn annotated(doc: &Document) -> String {
+    crate::caveats::setup(doc) + &body(doc) + &crate::caveats::caveats(doc)
 }
 
 /// The heading of a document's one section.

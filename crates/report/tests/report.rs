@@ -282,3 +282,34 @@ fn gpu_latency_curve_and_bandwidth_of_a_run() {
     let html = render_run(&info(7, "DDR5-4800"), &typed(&run));
     assert!(html.contains("GPU memory bandwidth") && html.contains("Skipped: no NVIDIA driver found"));
 }
+
+/// Every caveat the terminal prints beside a section reaches the page: the suite,
+/// how each section's figures were taken, noise flags, unverified placement, a
+/// working set that fits in cache, failed cells.
+#[test]
+fn the_page_says_what_the_terminal_says_beside_the_figures() {
+    let mut doc = stored_run();
+    let html = render_run(&info(1, "quick"), &typed(&doc));
+    assert!(html.contains("run (quick suite) on "), "the suite");
+    // The two "read" figures of the quick suite are of different array sizes.
+    assert!(html.contains("Taken with: huge pages off; array per thread 32M; kernel avx2"));
+    assert!(html.contains("Taken with: huge pages off; array per thread 16M; kernel avx2"));
+    assert!(html.contains(
+        "<li>noise guard: 6 measurement(s) flagged; the first: cv 17.1 % over the 5.0 % threshold"
+    ));
+    let r = &mut doc["result"];
+    r["loaded_latency"]["cache_caveat"] =
+        json!("the load's working set (16M over 1 thread(s)) fits in their last-level cache (32M)");
+    let cell = &mut r["latency"]["cells"][0]["outcome"];
+    cell["placement"]["verified"] = json!(false);
+    cell["placement"]["method"] = json!("move_pages is not permitted here");
+    let html = render_run(&info(1, "quick"), &typed(&doc));
+    assert!(html.contains("<li>placement not verified: move_pages is not permitted here</li>"));
+    assert!(
+        html.contains(
+            "<li>the load&#39;s working set (16M over 1 thread(s)) fits in their last-level cache (32M)</li>"
+        ) || html.contains(
+            "<li>the load's working set (16M over 1 thread(s)) fits in their last-level cache (32M)</li>"
+        )
+    );
+}
