@@ -60,10 +60,38 @@ check() {
     [ "$svgs" -ge "$want" ] || die "$name: the browser's DOM holds $svgs SVG figures, expected $want or more"
     say "$name: rendered, $svgs SVG figures, no console messages, screenshot $OUT/$name.png"
 }
+# Layout at a wide and a narrow window: no page wider than the window, and no legend
+# or level label of a chart drawn over another label. The page has no script; a
+# copy with a probe appended measures what the browser laid out (getBBox) and
+# writes its verdict into the DOM that --dump-dom prints.
+PROBE='<script>(function(){var bad=[];var d=document.documentElement;
+if(d.scrollWidth>innerWidth+1)bad.push("page "+d.scrollWidth+" px wide in a "+innerWidth+" px window");
+document.querySelectorAll("svg").forEach(function(svg,i){var all=[].slice.call(svg.querySelectorAll("text"));
+all.filter(function(t){return t.classList.contains("legend")||t.classList.contains("mark")}).forEach(function(a){
+all.forEach(function(b){if(a===b)return;var p=a.getBBox(),q=b.getBBox();
+if(p.x<q.x+q.width&&q.x<p.x+p.width&&p.y<q.y+q.height&&q.y<p.y+p.height)
+bad.push((svg.getAttribute("aria-label")||"figure "+i)+": \""+a.textContent+"\" over \""+b.textContent+"\"")})})});
+document.body.setAttribute("data-probe",bad.length?bad.join(" | "):"ok")})()</script>'
+layout() {
+    local name=$1 width=$2 probe=$PWD/$OUT/$1-probe.html
+    PROBE="$PROBE" python3 -c 'import os,sys; t=open(sys.argv[1]).read(); open(sys.argv[2],"w").write(t.replace("</body>", os.environ["PROBE"]+"</body>"))' "$OUT/$name.html" "$probe"
+    "$BROWSER" --headless=new --no-sandbox --disable-gpu --hide-scrollbars --window-size="$width,1200" \
+        --screenshot="$PWD/$OUT/$name-$width.png" "file://$probe" >/dev/null 2>&1 || die "$name at $width px: chromium failed"
+    "$BROWSER" --headless=new --no-sandbox --disable-gpu --window-size="$width,1200" --dump-dom "file://$probe" \
+        >"$OUT/$name-$width.dom" 2>/dev/null || die "$name at $width px: --dump-dom failed"
+    local verdict
+    verdict=$(grep -o 'data-probe="[^"]*"' "$OUT/$name-$width.dom" | head -n 1)
+    [ "$verdict" = 'data-probe="ok"' ] || die "$name at $width px: ${verdict:-no verdict from the probe}"
+    say "$name at $width px: nothing overlaps, nothing wider than the window"
+}
+
 # A run of the quick suite draws at least the latency and c2c heatmaps, the
 # loaded-latency curve and two sweep curves; the comparison shows both runs.
 check run 5
 check compare 10
 # The fleet page: the host heatmap and a strip plot per class (4 classes).
 check fleet 5
+for page in run compare fleet; do
+    for width in 1400 800; do layout "$page" "$width"; done
+done
 say "OK"

@@ -11,6 +11,7 @@
 
 pub mod svg;
 
+mod c2c;
 mod caveats;
 mod concurrent;
 mod fleet;

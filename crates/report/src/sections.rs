@@ -2,8 +2,8 @@
 //! matrices with their latency tiers, curves, and tables.
 
 use memfabric_model::{
-    BandwidthReport, C2cReport, Document, DramTraffic, LatencyReport, LoadedLatencyReport, Outcome,
-    StreamReport, SweepLevels, SweepReport,
+    BandwidthReport, Document, DramTraffic, LatencyReport, LoadedLatencyReport, Outcome, StreamReport,
+    SweepLevels, SweepReport,
 };
 use memfabric_topo::Topology;
 
@@ -63,7 +63,7 @@ fn body(doc: &Document) -> String {
         Document::Bandwidth(r) => bandwidth(r),
         Document::Stream(r) => stream(r),
         Document::LoadedLatency(r) => loaded(r),
-        Document::C2c(r) => c2c(r),
+        Document::C2c(r) => crate::c2c::c2c(r),
         Document::Sweep(r) => sweep(r),
         Document::GpuBandwidth(r) => crate::gpu::bandwidth(r),
         Document::GpuLatency(r) => crate::gpu::latency(r),
@@ -367,46 +367,6 @@ fn stream(r: &StreamReport) -> String {
     )
 }
 
-fn c2c(r: &C2cReport) -> String {
-    let mut s = String::new();
-    let cpus: Vec<String> = r.cpus.iter().map(u32::to_string).collect();
-    for m in &r.matrices {
-        let title = format!(
-            "One-way core-to-core latency, median ns ({}, line at byte {} of its page)",
-            m.mode.name(),
-            m.offset_bytes
-        );
-        s += &Heatmap {
-            title: &title,
-            row_label: "CPU",
-            col_label: "CPU",
-            rows: cpus.clone(),
-            cols: cpus.clone(),
-            values: m.median_one_way_ns.clone(),
-            unit: "ns",
-            decimals: 0,
-        }
-        .render();
-        s += "<table><tr><th class=\"l\">pairs</th><th>count</th><th>mean ns</th><th>min</th><th>max</th></tr>";
-        for c in &m.classes {
-            let p = &c.pair_medians_ns;
-            s += &format!(
-                "<tr><td class=\"l\">{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>",
-                esc(c.class.describe()),
-                p.count,
-                p.mean,
-                p.min,
-                p.max
-            );
-        }
-        s += "</table>";
-        if let Some(mean) = m.mean_one_way_ns {
-            s += &format!("<p class=\"meta\">Mean of all samples: {mean:.1} ns.</p>");
-        }
-    }
-    s
-}
-
 /// Vertical marks at the detected boundaries, labelled with the level they end.
 fn marks(levels: Option<&SweepLevels>) -> Vec<(f64, String)> {
     levels
@@ -458,10 +418,14 @@ fn sweep(r: &SweepReport) -> String {
         }
         .render();
     }
-    for levels in [&r.latency_levels, &r.bandwidth_levels].into_iter().flatten() {
+    let curves = [("Latency", &r.latency_levels), ("Bandwidth", &r.bandwidth_levels)];
+    for (what, levels) in curves.into_iter().filter_map(|(w, l)| Some((w, l.as_ref()?))) {
         if levels.comparison.is_empty() {
             continue;
         }
+        s += &format!(
+            "<p class=\"meta\">{what} curve: each cache level's size as the topology reports it, and where the curve's boundary was found</p>"
+        );
         s += "<table><tr><th class=\"l\">level</th><th>expected</th><th>detected</th><th>ratio</th></tr>";
         for c in &levels.comparison {
             s += &format!(

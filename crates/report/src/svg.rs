@@ -247,7 +247,8 @@ impl LineChart<'_> {
             w,
             h,
             left: 70.0,
-            top: 30.0,
+            // Room above the plot for the legend row, so no name sits on a curve.
+            top: 44.0,
             right: 20.0,
             bottom: 50.0,
             log2_x: self.log2_x,
@@ -324,22 +325,25 @@ impl LineChart<'_> {
         );
     }
 
-    /// A dashed vertical line and a label at each mark inside the x range.
+    /// A dashed vertical line and a label at each mark inside the x range; labels
+    /// of neighbouring marks step down a line each, so close marks do not overlap.
     fn marks(&self, f: &Frame, s: &mut String) {
-        for (x, label) in &self.marks {
-            if x.is_finite() && f.fx(*x) >= f.x0 && f.fx(*x) <= f.x1 {
-                let px = f.sx(*x);
-                let _ = write!(
-                    s,
-                    r##"<line x1="{px:.1}" y1="{}" x2="{px:.1}" y2="{:.1}" stroke="#999" stroke-dasharray="4 3"><title>{}</title></line><text x="{:.1}" y="{:.1}" class="tick">{}</text>"##,
-                    f.top,
-                    f.h - f.bottom,
-                    esc(label),
-                    px + 3.0,
-                    f.top + 10.0,
-                    esc(label)
-                );
-            }
+        let inside = self
+            .marks
+            .iter()
+            .filter(|(x, _)| x.is_finite() && f.fx(*x) >= f.x0 && f.fx(*x) <= f.x1);
+        for (k, (x, label)) in inside.enumerate() {
+            let px = f.sx(*x);
+            let _ = write!(
+                s,
+                r##"<line x1="{px:.1}" y1="{}" x2="{px:.1}" y2="{:.1}" stroke="#999" stroke-dasharray="4 3"><title>{}</title></line><text x="{:.1}" y="{:.1}" class="tick mark">{}</text>"##,
+                f.top,
+                f.h - f.bottom,
+                esc(label),
+                px + 3.0,
+                f.top + 11.0 + 12.0 * (k % 3) as f64,
+                esc(label)
+            );
         }
     }
 
@@ -372,11 +376,12 @@ impl LineChart<'_> {
                 esc(self.y_label)
             );
         }
+        // The legend: one row above the plot, each name after the ones before it.
+        let before: usize = self.series[..k].iter().map(|s| s.name.chars().count() + 4).sum();
         let _ = write!(
             s,
-            r#"<text x="{:.1}" y="{:.1}" class="tick" fill="{c}">{}</text>"#,
-            f.w - f.right - 150.0,
-            f.top + 14.0 * (k + 1) as f64,
+            r#"<text x="{:.1}" y="18" class="tick legend" fill="{c}">&#9632; {}</text>"#,
+            f.left + 7.0 * before as f64,
             esc(&series.name)
         );
     }
