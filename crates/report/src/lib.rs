@@ -65,7 +65,7 @@ pub struct CompareLine {
 const STYLE: &str = "
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
+table{border-collapse:collapse;margin:.6em 0;display:block;overflow-x:auto;max-width:100%}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
 th{background:#f3f3f3}td.l,th.l{text-align:left}.meta{color:#555}.noise{color:#999}.bad{color:#b00}
 ul.caveats{color:#8a4b00;margin:.3em 0}
 svg{display:block;margin:.6em 0;max-width:100%;height:auto}svg .tick{font-size:11px;fill:#333}
