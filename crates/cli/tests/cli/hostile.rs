@@ -314,3 +314,30 @@ fn the_newest_run_is_the_last_measured_and_a_host_id_with_two_classes_is_a_confl
         "{text}"
     );
 }
+
+#[test]
+fn host_names_with_control_characters_reach_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("fleet.sqlite");
+    let files: Vec<PathBuf> = (1..=4)
+        .map(|i| {
+            let mut v = host(i);
+            v["environment"]["hostname"] = json!(format!("node{i}\u{1b}[31m\nfake row"));
+            let p = dir.path().join(format!("h{i}.json"));
+            std::fs::write(&p, v.to_string()).unwrap();
+            p
+        })
+        .collect();
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    ingest(&store, &paths, &[], 0);
+    let out = memfabric()
+        .arg("--store")
+        .arg(&store)
+        .args(["runs", "list"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    assert!(text.contains("node1\\u{1b}[31m\\nfake row"), "{text}");
+    assert_eq!(text.lines().count(), 5, "a header and four runs: {text}");
+}

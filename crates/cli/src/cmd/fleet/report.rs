@@ -8,7 +8,7 @@ use memfabric_store::csv_field;
 use crate::args::FleetReportArgs;
 use crate::cmd::helpers::write_atomically;
 use crate::output::{print_all, Ctx, Status, Usage};
-use crate::table::Table;
+use crate::table::{printable, Table};
 
 /// Outliers listed in the text; --json and --csv have all.
 const TEXT_OUTLIERS: usize = 40;
@@ -144,9 +144,9 @@ pub fn text(r: &FleetReport, store: &str, campaign: Option<&str>) -> String {
         let folded: Vec<String> = c
             .folded
             .iter()
-            .map(|f| format!("{} ({} host(s))", f.value, f.hosts))
+            .map(|f| format!("{} ({} host(s))", printable(&f.value), f.hosts))
             .collect();
-        out += &format!("Judged with {}: {}\n", c.key, folded.join(", "));
+        out += &format!("Judged with {}: {}\n", printable(&c.key), folded.join(", "));
     }
     if !r.missing.is_empty() {
         let nodes: Vec<String> = r
@@ -155,9 +155,9 @@ pub fn text(r: &FleetReport, store: &str, campaign: Option<&str>) -> String {
             .map(|m| {
                 format!(
                     "{} ({}: {})",
-                    m.node,
+                    printable(&m.node),
                     m.status,
-                    m.reason.as_deref().unwrap_or("no reason recorded")
+                    printable(m.reason.as_deref().unwrap_or("no reason recorded"))
                 )
             })
             .collect();
@@ -195,7 +195,12 @@ fn conflicts_text(r: &FleetReport) -> String {
             .campaign
             .as_deref()
             .map_or(String::new(), |c| format!(" in campaign {c}"));
-        out += &format!("  {}{campaign}: {}\n", c.host_id, classes.join("; "));
+        out += &format!(
+            "  {}{}: {}\n",
+            printable(&c.host_id),
+            printable(&campaign),
+            printable(&classes.join("; "))
+        );
     }
     out
 }
