@@ -427,4 +427,68 @@ mod tests {
         assert_eq!(human(4096.0), "4K");
         assert_eq!(human(1.5 * 1024.0 * 1024.0), "1.5M");
     }
+
+    /// The legend and level labels as the sweep draws them: where the series name
+    /// used to sit on the first mark's label ("L2 Unified" over "CPU 0").
+    #[test]
+    fn legend_and_level_labels_stay_clear_of_the_plot_and_of_each_other() {
+        let chart = LineChart {
+            title: "sweep",
+            x_label: "working set",
+            y_label: "ns",
+            series: vec![
+                Series {
+                    name: "CPU 0".into(),
+                    points: vec![(4096.0, 1.0), (1048576.0, 4.0), (64.0 * 1048576.0, 150.0)],
+                },
+                Series {
+                    name: "idle".into(),
+                    points: vec![(4096.0, 1.0)],
+                },
+            ],
+            log2_x: true,
+            marks: vec![
+                (32768.0, "L1 Data".into()),
+                (65536.0, "L2 Unified".into()),
+                (131072.0, "L3 Unified".into()),
+            ],
+        };
+        let svg = chart.render();
+        // (x, y, text) of every legend and mark label.
+        let labels: Vec<(f64, f64, String)> = svg
+            .split("<text ")
+            .skip(1)
+            .filter(|t| t.contains("legend") || t.contains("mark"))
+            .map(|t| {
+                let attr = |name: &str| -> f64 {
+                    let at = t.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+                    t[at..].split('"').next().unwrap().parse().unwrap()
+                };
+                let text = t.split('>').nth(1).unwrap().split('<').next().unwrap();
+                let text = text.replace("&#9632;", "\u{25a0}");
+                (attr("x"), attr("y"), text)
+            })
+            .collect();
+        assert_eq!(labels.len(), 5, "{labels:?}");
+        let plot_top = 44.0;
+        for (x, y, text) in &labels {
+            let legend = text.contains("CPU 0") || text.contains("idle");
+            assert_eq!(
+                legend,
+                *y < plot_top - 12.0,
+                "{text} at {x},{y}: the legend above the plot, labels inside"
+            );
+        }
+        // Two labels on one line are apart by more than the first one's width
+        // (7 px a character at 11 px).
+        for (i, a) in labels.iter().enumerate() {
+            for b in &labels[i + 1..] {
+                if (a.1 - b.1).abs() < 11.0 {
+                    let (left, right) = if a.0 <= b.0 { (a, b) } else { (b, a) };
+                    let width = 7.0 * left.2.chars().count() as f64;
+                    assert!(right.0 - left.0 > width, "{left:?} overlaps {right:?}");
+                }
+            }
+        }
+    }
 }
