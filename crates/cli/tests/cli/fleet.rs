@@ -243,17 +243,23 @@ fn rejected_documents_are_named_with_their_reason_and_the_rest_stored() {
         .code(2);
 }
 
-#[test]
-fn a_killed_ingest_leaves_whole_runs_and_ingesting_again_completes_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let docs = dir.path().join("docs");
+/// 400 documents of one class (so every one holds the same number of figures) in
+/// `dir/docs`.
+fn four_hundred(dir: &Path) -> PathBuf {
+    let docs = dir.join("docs");
     std::fs::create_dir(&docs).unwrap();
-    // One class only, so every document holds the same number of figures.
     let t = synth::Templates::load(&repo());
     for i in 0..400 {
         let doc = synth::document(&t, &synth::CLASSES[1], 1, i, None);
         std::fs::write(docs.join(format!("{i:04}.json")), doc.to_string()).unwrap();
     }
+    docs
+}
+
+#[test]
+fn a_killed_ingest_leaves_whole_runs_and_ingesting_again_completes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = four_hundred(dir.path());
     let store = dir.path().join("fleet.sqlite");
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memfabric"))
         .arg("--quiet")
@@ -324,13 +330,7 @@ fn fleet_run_without_slurm_says_so_in_one_line() {
 #[test]
 fn ctrl_c_during_ingest_says_how_many_were_stored_and_that_a_rerun_stores_the_rest() {
     let dir = tempfile::tempdir().unwrap();
-    let docs = dir.path().join("docs");
-    std::fs::create_dir(&docs).unwrap();
-    let t = synth::Templates::load(&repo());
-    for i in 0..400 {
-        let doc = synth::document(&t, &synth::CLASSES[1], 1, i, None);
-        std::fs::write(docs.join(format!("{i:04}.json")), doc.to_string()).unwrap();
-    }
+    let docs = four_hundred(dir.path());
     let store = dir.path().join("fleet.sqlite");
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memfabric"))
         .arg("--store")

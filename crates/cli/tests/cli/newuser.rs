@@ -9,22 +9,16 @@ use serde_json::Value;
 
 use super::{measuring, memfabric, refused};
 
+/// A latency measurement that takes a moment.
+const QUICK: [&str; 7] = ["latency", "--size", "64K", "--samples", "2", "--sample-ms", "1"];
+
 /// A quick saved measurement labelled `label` in `db`.
 fn save(db: &Path, label: &str) {
     memfabric()
         .arg("--db")
         .arg(db)
-        .args([
-            "latency",
-            "--size",
-            "64K",
-            "--samples",
-            "2",
-            "--sample-ms",
-            "1",
-            "--label",
-            label,
-        ])
+        .args(QUICK)
+        .args(["--label", label])
         .assert()
         .success();
 }
@@ -62,18 +56,9 @@ fn an_unknown_store_scheme_is_refused_without_showing_its_password_or_creating_a
     let db = dir.path().join("via-url.sqlite");
     let url = format!("sqlite://{}", db.display());
     memfabric()
-        .args([
-            "--store",
-            &url,
-            "latency",
-            "--size",
-            "64K",
-            "--samples",
-            "2",
-            "--sample-ms",
-            "1",
-            "--save",
-        ])
+        .args(["--store", &url])
+        .args(QUICK)
+        .arg("--save")
         .assert()
         .success();
     assert!(db.is_file());
