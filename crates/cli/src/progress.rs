@@ -53,7 +53,7 @@ impl Observer for Progress {
 }
 
 /// The fleet's work drawn as the measurements' is; a campaign's counts as one line
-/// each, since a campaign outlasts a terminal session's attention and its log is read
+/// each, since a campaign outlasts whoever started it watching, and its log is read
 /// later.
 impl memfabric_fleet::Observer for Progress {
     fn note(&self, line: &str) {
