@@ -66,6 +66,16 @@ pub fn check_name(campaign: &str) -> Result<(), FleetError> {
     }
 }
 
+/// Jobs at once and a job's time limit: each at least 1.
+pub fn check_limits(parallel: usize, minutes: u32) -> Result<(), FleetError> {
+    if parallel == 0 || minutes == 0 {
+        return Err(FleetError::Usage(
+            "--parallel and --time must be at least 1".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The nodes of a stored campaign that did not store a run.
 pub fn retry_nodes(store: &Store, campaign: &str) -> Result<Vec<String>, FleetError> {
     let nodes = store.nodes(campaign)?;
@@ -131,11 +141,7 @@ pub fn run(
     nodes: Vec<String>,
     obs: &dyn Observer,
 ) -> Result<CampaignEnd, FleetError> {
-    if campaign.parallel == 0 || campaign.job.minutes == 0 {
-        return Err(FleetError::Usage(
-            "--parallel and --time must be at least 1".into(),
-        ));
-    }
+    check_limits(campaign.parallel, campaign.job.minutes)?;
     std::fs::create_dir_all(&campaign.results)
         .map_err(FleetError::io(format!("creating {}", campaign.results.display())))?;
     let mut d = Drive {
@@ -209,9 +215,8 @@ impl Drive<'_> {
             match down.iter().find(|(d, _)| *d == n) {
                 Some((_, state)) => {
                     self.done += 1;
-                    self.failed += 1;
                     let why = format!("Slurm reports the node unavailable (state {state}); not submitted");
-                    self.record(&n, NodeStatus::Failed, Some(why), None)?;
+                    self.fail(&n, why)?;
                 }
                 None => waiting.push_back(n),
             }
@@ -230,6 +235,14 @@ impl Drive<'_> {
         })
     }
 
+    /// A node that stored no run: counted, recorded with why; the progress news.
+    fn fail(&mut self, node: &str, reason: String) -> Result<String, FleetError> {
+        self.failed += 1;
+        let news = format!("{node} failed: {reason}");
+        self.record(node, NodeStatus::Failed, Some(reason), None)?;
+        Ok(news)
+    }
+
     /// A finished job: its document stored, or why there is none.
     fn finish(&mut self, r: &Running, exit: &JobExit) -> Result<String, FleetError> {
         self.done += 1;
@@ -237,22 +250,17 @@ impl Drive<'_> {
         let part = self.path(&r.node, "json.part");
         let size = std::fs::metadata(&part).map_or(0, |m| m.len());
         if size > crate::ingest::MAX_DOCUMENT_BYTES as u64 {
-            self.failed += 1;
             let reason = format!(
                 "its output is {size} bytes, over the {} MiB a document may be",
                 crate::ingest::MAX_DOCUMENT_BYTES >> 20
             );
-            self.record(&r.node, NodeStatus::Failed, Some(reason.clone()), None)?;
-            return Ok(format!("{} failed: {reason}", r.node));
+            return self.fail(&r.node, reason);
         }
         let text = std::fs::read_to_string(&part).unwrap_or_default();
         let log = self.path(&r.node, "log");
         let why = || failure_reason(&log, exit);
         if text.trim().is_empty() {
-            self.failed += 1;
-            let reason = why();
-            self.record(&r.node, NodeStatus::Failed, Some(reason.clone()), None)?;
-            return Ok(format!("{} failed: {reason}", r.node));
+            return self.fail(&r.node, why());
         }
         match crate::ingest::new_run(&text, Some(&self.campaign.name)) {
             Ok(mut run) => {
@@ -271,10 +279,8 @@ impl Drive<'_> {
                 Ok(format!("{} stored as run {id}", r.node))
             }
             Err(reason) => {
-                self.failed += 1;
                 let reason = format!("its output is not a run document: {reason}; {}", why());
-                self.record(&r.node, NodeStatus::Failed, Some(reason.clone()), None)?;
-                Ok(format!("{} failed: {reason}", r.node))
+                self.fail(&r.node, reason)
             }
         }
     }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use memfabric_fleet::campaign::{check_name, retry_nodes};
+use memfabric_fleet::campaign::{check_limits, check_name, retry_nodes};
 use memfabric_fleet::slurm::quote;
 use memfabric_fleet::{Campaign, Job, Scheduler, Slurm};
 use memfabric_model::fleet::{FleetReport, NodeStatus};
@@ -66,9 +66,7 @@ pub fn run(ctx: &Ctx, a: &FleetRunArgs) -> Result<Status> {
     if let Some(c) = a.campaign.as_ref().or(a.retry_failed.as_ref()) {
         check_name(c).map_err(exit_error)?;
     }
-    if a.parallel == 0 || a.time == 0 {
-        return Err(crate::output::Usage("--parallel and --time must be at least 1".into()).into());
-    }
+    check_limits(a.parallel, a.time).map_err(exit_error)?;
     let mut slurm = Slurm::find().map_err(exit_error)?;
     let memfabric = match &a.memfabric {
         Some(p) => p.clone(),
