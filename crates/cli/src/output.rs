@@ -136,10 +136,14 @@ impl Ctx {
         let text = encode(&envelope)?;
         let mut saved = None;
         if let Some(to) = &self.save {
-            if let Err(e) = check(&text) {
-                self.print(&text, &f.text)?;
-                return Err(anyhow::anyhow!("the result was not saved: {e}"));
-            }
+            // One parse serves the check and the hash.
+            let value = match check(&text) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.print(&text, &f.text)?;
+                    return Err(anyhow::anyhow!("the result was not saved: {e}"));
+                }
+            };
             let mut store = Store::open_location(&to.location)?;
             let stored = StoredDocument {
                 schema_version: SCHEMA_VERSION,
@@ -148,7 +152,7 @@ impl Ctx {
                 environment: envelope.environment,
                 document: f.document,
             };
-            let mut run = NewRun::of(&stored, text.clone(), memfabric_store::document_hash(&text));
+            let mut run = NewRun::of(&stored, text.clone(), memfabric_store::value_hash(&value));
             run.label.clone_from(&to.label);
             let id = store.save(&run)?;
             eprintln!("memfabric: saved as run {id} in {}", store.location());
@@ -216,9 +220,10 @@ impl Ctx {
 
 /// What `fleet ingest` would hold against the document, held against it before it
 /// is saved: a figure no memory gives is not stored from either path.
-fn check(document: &str) -> Result<(), String> {
+fn check(document: &str) -> Result<serde_json::Value, String> {
     let value: serde_json::Value = serde_json::from_str(document).map_err(|e| e.to_string())?;
-    memfabric_model::validate::validate(&value, memfabric_store::now_unix_s()).map_err(|e| e.to_string())
+    memfabric_model::validate::validate(&value, memfabric_store::now_unix_s()).map_err(|e| e.to_string())?;
+    Ok(value)
 }
 
 /// A JSON document as printed: pretty, ending in a newline.
@@ -294,7 +299,7 @@ mod tests {
         let doc = crate::cmd::common::stored_v040(2);
         let ctx = Ctx::new(true, true);
         let text = ctx.document(doc.command(), None, &doc).unwrap();
-        assert_eq!(check(&text), Ok(()));
+        assert!(check(&text).is_ok());
         let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
         v["result"]["cells"][0]["outcome"]["latency_ns"]["median"] = serde_json::json!(-1.0);
         let e = check(&v.to_string()).unwrap_err();
