@@ -37,11 +37,8 @@ fn shown(v: &Value, key: &str) -> Option<String> {
     }
 }
 
-/// One line: how this section's figures were taken.
-pub fn setup(doc: &Document) -> String {
-    let Ok(v) = serde_json::to_value(doc) else {
-        return String::new();
-    };
+/// One line: how this section's figures were taken (`v`: the result as JSON).
+pub fn setup(v: &Value) -> String {
     let parts: Vec<String> = SETUP
         .iter()
         .filter_map(|k| {
@@ -76,21 +73,15 @@ fn unverified(v: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// The caveats of a section, as a list; empty where there are none.
-pub fn caveats(doc: &Document) -> String {
+/// The caveats of a section, as a list; empty where there are none (`v`: the
+/// result as JSON).
+pub fn caveats(doc: &Document, v: &Value) -> String {
     let mut items: Vec<String> = Vec::new();
-    let cache = match doc {
-        Document::Bandwidth(r) => r.cache_caveat.clone(),
-        Document::LoadedLatency(r) => r.cache_caveat.clone(),
-        _ => None,
-    };
-    items.extend(cache);
-    if let Ok(v) = serde_json::to_value(doc) {
-        if let Some(p) = v.get("peak_unknown").and_then(Value::as_str) {
-            items.push(format!("no share of the theoretical peak: {p}"));
-        }
-        unverified(&v, &mut items);
+    items.extend(v.get("cache_caveat").and_then(Value::as_str).map(str::to_string));
+    if let Some(p) = v.get("peak_unknown").and_then(Value::as_str) {
+        items.push(format!("no share of the theoretical peak: {p}"));
     }
+    unverified(v, &mut items);
     items.extend(
         doc.failures()
             .into_iter()

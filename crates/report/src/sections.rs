@@ -29,7 +29,9 @@ pub fn sections(doc: &Document) -> Vec<(String, String)> {
 /// A section's body between how its figures were taken and what to keep in mind
 /// about them, as the terminal prints them.
 fn annotated(doc: &Document) -> String {
-    crate::caveats::setup(doc) + &body(doc) + &crate::caveats::caveats(doc)
+    // One serialisation serves both: the setup and the caveats read fields by name.
+    let v = serde_json::to_value(doc).unwrap_or_default();
+    crate::caveats::setup(&v) + &body(doc) + &crate::caveats::caveats(doc, &v)
 }
 
 /// The heading of a document's one section.
