@@ -211,16 +211,6 @@ impl Document {
             d => crate::figures::summarize(d.command(), &d.figures()),
         }
     }
-
-    /// The shape of a `bandwidth` document; None for other commands.
-    pub fn bandwidth_shape(&self) -> Option<BandwidthShape> {
-        match self {
-            Document::Bandwidth(_) => Some(BandwidthShape::Cells),
-            Document::BandwidthDomains(_) => Some(BandwidthShape::PerDomain),
-            Document::BandwidthConcurrent(_) => Some(BandwidthShape::Concurrent),
-            _ => None,
-        }
-    }
 }
 
 /// The three results of `memfabric bandwidth`, told apart by the `shape` field of
