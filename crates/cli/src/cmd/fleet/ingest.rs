@@ -47,3 +47,23 @@ fn text(d: &Ingested) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::args::{Cli, Command, FleetAction};
+
+    /// The flag's default is the limit `fleet run` holds node documents to.
+    #[test]
+    fn the_default_document_limit_is_the_fleets() {
+        let cli = Cli::try_parse_from(["memfabric", "fleet", "ingest", "x.json"]).unwrap();
+        let Command::Fleet(f) = cli.command else {
+            panic!("not fleet")
+        };
+        let FleetAction::Ingest(i) = f.action else {
+            panic!("not ingest")
+        };
+        assert_eq!(i.max_document_size, memfabric_fleet::ingest::MAX_DOCUMENT_BYTES);
+    }
+}
