@@ -146,13 +146,18 @@ fn mccalpin_8160_remote_reads_are_link_limited() {
         None,
     )
     .unwrap();
-    let link = plan.links.as_ref().unwrap();
-    let remote_read = plan.efficiencies.link * link.gb_s_per_direction;
+    let remote_read = plan.value("remote_read_gb_s").unwrap();
     assert!(
         (remote_read / 34.0 - 1.0).abs() < 0.05,
         "remote read {remote_read:.1} GB/s"
     );
-    assert_eq!(plan.remote_bottleneck, Some(Bottleneck::SocketLinks));
+    for key in ["remote_read_gb_s", "remote_triad_gb_s"] {
+        assert_eq!(
+            plan.figure(key).unwrap().limited_by,
+            Some(Bottleneck::SocketLinks),
+            "{key}"
+        );
+    }
     let local_read = 112.0 / p.socket_peak_gb_s();
     assert!(
         (0.80..=0.95).contains(&local_read),
@@ -177,7 +182,7 @@ fn grace_superchip_is_about_1_tb_s_and_scales_to_both_cpus() {
     let both = p.socket_peak_gb_s() * 2.0;
     assert!((both / 1000.0 - 1.0).abs() < 0.03, "{both}");
     let plan = numa_plan(&p, 1, LinkChoice::default(), None).unwrap();
-    let two_local = 2.0 * plan.local_triad_gb_s;
+    let two_local = 2.0 * plan.value("local_triad_gb_s").unwrap();
     assert!((two_local / 900.0 - 1.0).abs() < 0.02, "{two_local}");
 }
 
@@ -199,9 +204,11 @@ fn every_platform_answers_every_command() {
         assert!(!plan.candidates.is_empty(), "{name}");
         for &nps in &p.numa.nodes_per_socket {
             let n = numa_plan(&p, nps, LinkChoice::default(), None).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!n.figures.is_empty(), "{name} {nps}");
             assert!(
-                n.interleaved_triad_gb_s > 0.0 && n.local_triad_gb_s > 0.0,
-                "{name} {nps}"
+                n.figures.iter().all(|f| f.value > 0.0 && f.value.is_finite()),
+                "{name} {nps}: {:?}",
+                n.figures
             );
         }
     }
@@ -319,7 +326,8 @@ fn bad_questions_are_refused_in_one_line() {
     assert!(err(numa_plan(&apu, 1, five, None)).contains("one socket"));
 }
 
-/// Three links on Genoa: the interleaved Triad becomes link-bound; four are not.
+/// NPS0 on Genoa is link-bound with three links and with four (LP1852 Table
+/// 4); three give less.
 #[test]
 fn genoa_three_links_limit_interleaved_triad() {
     let p = platform("epyc-9004-2s");
@@ -335,9 +343,10 @@ fn genoa_three_links_limit_interleaved_triad() {
         )
         .unwrap()
     };
-    assert_eq!(at(4).interleaved_bottleneck, Bottleneck::MemoryChannels);
-    assert_eq!(at(3).interleaved_bottleneck, Bottleneck::SocketLinks);
-    assert!(at(3).interleaved_triad_gb_s < at(4).interleaved_triad_gb_s);
+    let triad = |links| at(links).interleaved().cloned().unwrap();
+    assert_eq!(triad(4).limited_by, Some(Bottleneck::SocketLinks));
+    assert_eq!(triad(3).limited_by, Some(Bottleneck::SocketLinks));
+    assert!(triad(3).value < triad(4).value);
 }
 
 proptest! {
@@ -383,9 +392,17 @@ proptest! {
             numa_plan(&p, nps, LinkChoice { count: Some(count), lanes: Some(lanes), gbps: Some(gbps) }, None).unwrap()
         };
         let (three, four, narrow) = (at(3, 16), at(4, 16), at(4, 4));
-        prop_assert!(four.interleaved_triad_gb_s >= three.interleaved_triad_gb_s);
-        prop_assert!(four.interleaved_triad_gb_s >= narrow.interleaved_triad_gb_s);
+        let triad = |n: &memfabric_analysis::provision::NumaPlan| n.interleaved().unwrap().value;
+        prop_assert!(triad(&four) >= triad(&three));
+        prop_assert!(triad(&four) >= triad(&narrow));
         let memory = 2.0 * p.efficiency.triad * p.socket_peak_gb_s();
-        prop_assert!(four.interleaved_triad_gb_s <= memory + 1e-9);
+        prop_assert!(triad(&four) <= memory + 1e-9);
+        for plan in [&three, &four, &narrow] {
+            for (local, remote) in [("local_read_gb_s", "remote_read_gb_s"), ("local_triad_gb_s", "remote_triad_gb_s"), ("remote_latency_ns", "local_latency_ns")] {
+                if let (Some(l), Some(r)) = (plan.value(local), plan.value(remote)) {
+                    prop_assert!(r <= l + 1e-9, "{} {} against {} {}", remote, r, local, l);
+                }
+            }
+        }
     }
 }

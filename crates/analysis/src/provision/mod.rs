@@ -8,18 +8,21 @@
 //! nothing is measured. `plan numa --calibrate RUN` replaces the stated
 //! efficiencies with those of a stored run of the same machine.
 
+pub mod calibrate;
 pub mod check;
+pub mod links;
 pub mod numa;
 pub mod population;
+pub mod shares;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use calibrate::{calibrate, Calibration, RunFigures};
 pub use check::{check, CheckInput, CheckReport, Deviation, DimmSeen, SocketSeen, SocketVerdict};
-pub use numa::{
-    calibrate, numa_plan, Bottleneck, Calibration, Efficiencies, LinkChoice, LinkUse, NumaPlan, RunFigures,
-};
+pub use links::{LinkChoice, LinkUse};
+pub use numa::{numa_plan, Bottleneck, Efficiencies, Figure, NumaPlan};
 pub use population::{plan_population, Candidate, Class, PopulationAsk, PopulationPlan, Ras};
 
 /// A platform as its file describes it (see docs/PLAN.md for every key).
@@ -41,8 +44,30 @@ pub struct Platform {
     /// RAS modes besides `none`, by name: `sparing`, `lockstep`, `mirroring`.
     #[serde(default)]
     pub ras: BTreeMap<String, RasSpec>,
+    /// Idle latencies, where a source publishes them.
+    #[serde(default)]
+    pub latency: Option<LatencySpec>,
     #[serde(default)]
     pub efficiency: Efficiencies,
+    /// For each key calibrated on a published measurement (`efficiency.link`,
+    /// `latency`, ...), the measurement: `--explain` cites it.
+    #[serde(default)]
+    pub calibration: BTreeMap<String, String>,
+}
+
+/// Idle latency: local, and the hop a socket link adds (see `links::hop_ns`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencySpec {
+    pub local_ns: f64,
+    #[serde(default)]
+    pub hop_ns: f64,
+    /// Bit times of one lane the hop takes (a round trip).
+    #[serde(default)]
+    pub hop_lane_bits: f64,
+    /// Bit times of the whole link the hop takes (a round trip).
+    #[serde(default)]
+    pub hop_link_bits: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -157,6 +182,10 @@ pub struct LinksSpec {
     /// lanes and rates.
     #[serde(default)]
     pub gb_s_per_link: Option<f64>,
+    /// Lines a socket's cores keep in flight to the other socket at most,
+    /// where a measurement shows it.
+    #[serde(default)]
+    pub remote_lines_in_flight: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -177,6 +206,16 @@ pub struct RasSpec {
     #[serde(default)]
     pub triad_factor: Option<f64>,
 }
+
+/// The keys a platform's `[calibration]` may cite a measurement for.
+pub const CALIBRATED_KEYS: [&str; 6] = [
+    "efficiency.triad",
+    "efficiency.read",
+    "efficiency.link",
+    "efficiency.link_mixed",
+    "links.remote_lines_in_flight",
+    "latency",
+];
 
 /// Why a platform, or a question about it, cannot be answered (exit 2).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -294,6 +333,37 @@ impl Platform {
         }
         if self.sources.iter().all(|s| s.trim().is_empty()) {
             return bad("sources", "sources: cite where the figures come from".into());
+        }
+        if let Some(l) = &self.latency {
+            let fine = [l.local_ns, l.hop_ns, l.hop_lane_bits, l.hop_link_bits]
+                .iter()
+                .all(|v| v.is_finite() && *v >= 0.0);
+            if !fine || l.local_ns <= 0.0 {
+                return bad(
+                    "[latency]",
+                    "latency: local_ns is above 0 and the hop terms at least 0".into(),
+                );
+            }
+        }
+        if let Some(n) = self.links.as_ref().and_then(|l| l.remote_lines_in_flight) {
+            if n.is_nan() || n < 1.0 || self.latency.is_none() {
+                return bad(
+                    "remote_lines_in_flight",
+                    "links: remote_lines_in_flight is at least 1 and needs a [latency] table (Little's law)"
+                        .into(),
+                );
+            }
+        }
+        for key in self.calibration.keys() {
+            if !CALIBRATED_KEYS.contains(&key.as_str()) {
+                return bad(
+                    "[calibration]",
+                    format!(
+                        "calibration: {key} is not a model key; these are: {}",
+                        CALIBRATED_KEYS.join(", ")
+                    ),
+                );
+            }
         }
         self.efficiency
             .validate()

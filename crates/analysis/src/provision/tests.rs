@@ -98,3 +98,39 @@ fn numbered_channels_keep_their_numeric_order() {
         r.deviations
     );
 }
+
+#[test]
+fn the_link_model_refuses_what_it_cannot_mean() {
+    let mut p = genoa();
+    p.efficiency.link_mixed = Some(0.9);
+    assert!(p.validate().unwrap_err().to_string().contains("commands only add bytes"));
+    let mut p = genoa();
+    p.calibration.insert("efficiency.tirad".into(), "x".into());
+    assert!(p.validate().unwrap_err().to_string().contains("efficiency.tirad is not a model key"));
+    let mut p = genoa();
+    p.latency = None;
+    assert!(p.validate().unwrap_err().to_string().contains("needs a [latency] table"));
+}
+
+#[test]
+fn a_command_defaults_to_a_header() {
+    let e = Efficiencies::default();
+    assert!((e.header_bytes() - 16.0).abs() < 1e-9);
+    assert!((e.command_bytes() - 16.0).abs() < 1e-9);
+    let g = genoa().efficiency;
+    assert!((g.header_bytes() - 19.44).abs() < 0.01, "{}", g.header_bytes());
+    assert!((g.command_bytes() - 12.37).abs() < 0.01, "{}", g.command_bytes());
+}
+
+proptest::proptest! {
+    /// Bending never gives more than either limit, and a calibration's unbend
+    /// undoes it.
+    #[test]
+    fn bend_is_below_both_limits_and_unbend_undoes_it(a in 1.0f64..1000.0, b in 1.0f64..1000.0) {
+        let r = numa::bend(a, Some(b));
+        proptest::prop_assert!(r <= a.min(b) + 1e-9);
+        proptest::prop_assert!(r >= a.min(b) / 2f64.powf(1.0 / numa::BEND) - 1e-9);
+        let back = numa::unbend(r, Some(b)).unwrap();
+        proptest::prop_assert!((back / a - 1.0).abs() < 1e-6, "{} {}", back, a);
+    }
+}

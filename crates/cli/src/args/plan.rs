@@ -102,6 +102,9 @@ pub struct NumaArgs {
     /// Take the efficiencies from a stored run of this tool on such a machine (an id, or `last`)
     #[arg(long, value_name = "RUN")]
     pub calibrate: Option<RunRef>,
+    /// Say what crosses the links and why, and which figures rest on published measurements
+    #[arg(long)]
+    pub explain: bool,
 }
 
 #[derive(Debug, Args)]

@@ -31,7 +31,9 @@ pub fn run(ctx: &Ctx, a: &BandwidthArgs) -> Result<Status> {
     }
     if a.concurrent.is_some() {
         let report = measure_concurrent(ctx, &topo, a)?;
-        return ctx.conclude(&topo, report, render_concurrent);
+        return ctx.conclude(&topo, report, |report| {
+            render_concurrent(report) + &super::plan::expect::for_concurrent(report, &topo)
+        });
     }
     let report = measure(ctx, &topo, a)?;
     ctx.conclude(&topo, report, render)

@@ -148,8 +148,15 @@ fn render_part(cell: Cell, doc: &Document, topo: &Topology) -> String {
     match doc {
         Document::Latency(r) => super::latency::render(r),
         Document::Bandwidth(r) => super::bandwidth::render(r),
-        Document::Stream(r) => format!("{}: {}", cell.title(), super::stream::render(r, topo)),
-        Document::BandwidthConcurrent(r) => super::bandwidth::render_concurrent(r),
+        Document::Stream(r) => format!(
+            "{}: {}{}",
+            cell.title(),
+            super::stream::render(r, topo),
+            super::plan::expect::for_stream(r, topo)
+        ),
+        Document::BandwidthConcurrent(r) => {
+            super::bandwidth::render_concurrent(r) + &super::plan::expect::for_concurrent(r, topo)
+        }
         Document::LoadedLatency(r) => super::loaded::render(r),
         Document::C2c(r) => super::c2c::render(r),
         Document::Sweep(r) => super::sweep::render(r),

@@ -15,7 +15,9 @@ use crate::table::Table;
 pub fn run(ctx: &Ctx, a: &StreamArgs) -> Result<Status> {
     let topo = this_machine()?;
     let report = measure(ctx, &topo, a)?;
-    ctx.conclude(&topo, report, |report| render(report, &topo))
+    ctx.conclude(&topo, report, |report| {
+        render(report, &topo) + &super::plan::expect::for_stream(report, &topo)
+    })
 }
 
 pub fn measure(ctx: &Ctx, topo: &Topology, a: &StreamArgs) -> Result<StreamReport> {

@@ -3,6 +3,7 @@
 //! this reads the platform files and the machine, and prints.
 
 mod check;
+pub mod expect;
 mod numa;
 mod platforms;
 mod population;

@@ -2,7 +2,9 @@
 //! with the efficiencies of a stored run.
 
 use anyhow::Result;
-use memfabric_analysis::provision::{calibrate, numa_plan, Calibration, LinkChoice, NumaPlan, RunFigures};
+use memfabric_analysis::provision::{
+    calibrate, numa_plan, Calibration, LinkChoice, NumaPlan, Platform, RunFigures,
+};
 use memfabric_model::fleet::FleetFacts;
 use memfabric_model::StoredDocument;
 use serde::Serialize;
@@ -42,7 +44,7 @@ pub fn run(ctx: &Ctx, a: &NumaArgs) -> Result<Status> {
         };
         ctx.print_json("plan-numa", None, &r)?;
     } else {
-        print_all(&render(&loaded, &plan))?;
+        print_all(&render(&loaded, &plan, a.explain))?;
     }
     Ok(Status::Ok)
 }
@@ -72,7 +74,7 @@ fn calibration(ctx: &Ctx, l: &Loaded, r: &RunRef) -> Result<Calibration> {
     calibrate(&l.platform, &figures).map_err(usage)
 }
 
-pub fn render(l: &Loaded, p: &NumaPlan) -> String {
+pub fn render(l: &Loaded, p: &NumaPlan, explain: bool) -> String {
     let links = p.links.as_ref().map_or("no socket links".to_string(), |k| {
         let lanes = k.lanes.map_or(String::new(), |n| format!(" x{n}"));
         let rate = k.gbps.map_or(String::new(), |g| format!(" at {g} Gbit/s"));
@@ -82,50 +84,105 @@ pub fn render(l: &Loaded, p: &NumaPlan) -> String {
         "Platform: {} ({}: {})\nAsked: {}, {links}\n\n",
         p.platform, l.id, l.origin, p.mode
     );
-    let mut t = Table::new(&["<Triad", "GB/s", "<limited by"]);
-    let local = if p.nodes_per_socket == 0 {
-        "whole machine, one node"
-    } else {
-        "local, one node"
-    };
-    t.row(vec![
-        local.into(),
-        format!("{:.1}", p.local_triad_gb_s),
-        if p.nodes_per_socket == 0 {
-            p.interleaved_bottleneck.name().into()
-        } else {
-            "memory channels".into()
-        },
-    ]);
-    if let Some(r) = p.remote_triad_gb_s {
+    let mut t = Table::new(&["<figure", "value", "<unit", "<limited by"]);
+    for f in &p.figures {
         t.row(vec![
-            "remote, one node on another socket".into(),
-            format!("{r:.1}"),
-            p.remote_bottleneck.map_or("-", |b| b.name()).into(),
+            f.what.clone(),
+            format!("{:.1}", f.value),
+            f.unit.into(),
+            f.limited_by.map_or("-", |b| b.name()).into(),
         ]);
     }
-    t.row(vec![
-        "interleaved over every socket, all CPUs".into(),
-        format!("{:.1}", p.interleaved_triad_gb_s),
-        p.interleaved_bottleneck.name().into(),
-    ]);
     out += &t.render();
+    let e = &p.efficiencies;
     out += &format!(
-        "\nNode peak {:.1} GB/s; socket peak {:.1} GB/s; {} socket(s); nodes per socket: {}.\nEfficiencies: Triad {:.2}, links {:.2} ({}).\n",
+        "\nNode peak {:.1} GB/s; socket peak {:.1} GB/s; {} socket(s); nodes per socket: {}.\nEfficiencies ({}): Triad {:.2}, reads {:.3}; links {:.3} with lines one way, {:.3} both ways.\n",
         p.node_peak_gb_s,
         p.socket_peak_gb_s,
         p.sockets,
         if p.nodes_per_socket == 0 { "memory interleaved across sockets".to_string() } else { p.nodes_per_socket.to_string() },
-        p.efficiencies.triad,
-        p.efficiencies.link,
-        p.efficiency_source
+        p.efficiency_source,
+        e.triad,
+        e.read,
+        e.link,
+        e.mixed()
     );
     for n in &p.notes {
         out += &format!("  {n}\n");
     }
-    out += "\nHow:\n";
-    for f in &p.formulas {
-        out += &format!("  {f}\n");
+    out += "\nHow (GB/s, ns):\n";
+    let m = &l.platform.memory;
+    out += &format!(
+        "  memory: {} channels x {} MT/s x {} bits / 8 = {:.1} GB/s per socket\n",
+        m.channels_per_socket, m.mts[0], m.bus_bits, p.socket_peak_gb_s
+    );
+    if let Some(k) = &p.links {
+        out += &format!("  links: {}\n", k.formula);
+    }
+    for f in &p.figures {
+        out += &format!("  {}: {}\n", f.key, f.formula);
+    }
+    if explain {
+        out += &explain_text(&l.platform, p);
+    }
+    out
+}
+
+/// What crosses the links, and which figures rest on published measurements.
+fn explain_text(platform: &Platform, p: &NumaPlan) -> String {
+    let e = &p.efficiencies;
+    let mut out = format!(
+        "\nWhy:\n\
+         - Memory: reads alone reach {:.3} of the channels' peak, Triad {:.2} (STREAM's count: 24 bytes per element).\n\
+         - A read of another socket's memory sends a command one way and a 64-byte line back; with reads alone one\n  \
+         direction carries lines only: {:.3} of its raw rate is data, so a line travels with {:.1} bytes of header.\n\
+         - Triad's stores allocate: a stored line is read first and written back later, so per element line 3 lines\n  \
+         are read and 1 written. With memory interleaved over S sockets each direction of a socket pair carries\n  \
+         4/3 x T/S^2 of lines and a command for each line going the other way ({:.1} bytes each): {:.3} is data,\n  \
+         and Triad T = 3/4 x S^2 x {:.3} x L at most, L the raw rate one way.\n\
+         - One node on another socket's memory: Triad draws all its lines one way and sends a third back; reads\n  \
+         draw lines only.\n",
+        e.read,
+        e.triad,
+        e.link,
+        e.header_bytes(),
+        e.command_bytes(),
+        e.mixed(),
+        e.mixed()
+    );
+    if let Some(n) = platform.links.as_ref().and_then(|l| l.remote_lines_in_flight) {
+        out += &format!(
+            "- Requests: a socket's cores keep about {n:.0} lines in flight to the other socket (each node of NPSn its share),\n  \
+             so they draw at most lines x 64 B / remote latency (Little's law). Where this and the link's limit are close the\n  \
+             rate bends below both: (a^-{k} + b^-{k})^(-1/{k}), k = {k}.\n",
+            k = memfabric_analysis::provision::numa::BEND
+        );
+    }
+    if platform.latency.is_some() {
+        out += "- Latency: remote = local + a hop across the link, a fixed part plus parts counted in bit times of one lane\n  (serialisers, clock crossings) and of the whole link (frames held whole before they are forwarded).\n";
+    }
+    if platform.calibration.is_empty() {
+        out += "\nNo figure of this platform is calibrated on a published measurement: every efficiency is the stated default.\n";
+        return out;
+    }
+    out += "\nCalibrated on published measurements (the platform file's [calibration]):\n";
+    for (key, source) in &platform.calibration {
+        let users: Vec<&str> = p
+            .figures
+            .iter()
+            .filter(|f| f.uses.contains(&key.as_str()))
+            .map(|f| f.key)
+            .collect();
+        if users.is_empty() {
+            continue;
+        }
+        out += &format!("  {key}: {source}\n    used by {}\n", users.join(", "));
+    }
+    if p.efficiency_source != "stated in the platform file" {
+        out += &format!(
+            "  The efficiencies above are {}'s, not these.\n",
+            p.efficiency_source
+        );
     }
     out
 }
@@ -146,9 +203,11 @@ mod tests {
                 ..LinkChoice::default()
             };
             let plan = numa_plan(&l.platform, 0, choice, None).unwrap();
-            insta::assert_snapshot!(name, render(&l, &plan));
+            insta::assert_snapshot!(name, render(&l, &plan, false));
         }
         let plan = numa_plan(&l.platform, 4, LinkChoice::default(), None).unwrap();
-        insta::assert_snapshot!("plan_numa_genoa_nps4", render(&l, &plan));
+        insta::assert_snapshot!("plan_numa_genoa_nps4", render(&l, &plan, false));
+        let plan = numa_plan(&l.platform, 1, LinkChoice::default(), None).unwrap();
+        insta::assert_snapshot!("plan_numa_genoa_nps1_explain", render(&l, &plan, true));
     }
 }
