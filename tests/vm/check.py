@@ -1079,6 +1079,17 @@ def _(r):
     expect_eq(len(res["memory_devices"]["dimms"]), len(QEMU_VM), "DIMMs")
 
 
+@command_check("plan-beside")
+def _(r):
+    """A platform file naming the guest's CPU: `stream --interleave all` and
+    `bandwidth --concurrent all-local --mix read` print the planner's figure."""
+    lines = [l for l in r.stdout.splitlines() if l.startswith("Model (vm board, NPS1, 1 UPI x16 at 16 Gbit/s")]
+    expect(len(lines) == 2, f"plan-beside: two model lines, got {lines!r} (stdout: {r.stdout[-2000:]!r}, stderr: {r.stderr!r})")
+    expect("socket links limit" in lines[0], f"interleaved Triad over one x16/16 link is link-bound: {lines[0]!r}")
+    expect("memory channels limit" in lines[1], f"all-local reads are memory-bound: {lines[1]!r}")
+    expect(all("% of it" in l for l in lines), f"{lines!r}")
+
+
 @command_check("plan-check")
 def _(r):
     """`plan check` on the live guest: its DIMMs (QEMU_VM: channels A and B, C
