@@ -120,7 +120,7 @@ pub struct Cli {
     /// The run database, an SQLite file (default: $MEMFABRIC_DB, else $XDG_DATA_HOME/memfabric/runs.sqlite, else ~/.local/share/memfabric/runs.sqlite)
     #[arg(long, global = true, value_name = "PATH", conflicts_with = "store")]
     pub db: Option<PathBuf>,
-    /// Where runs are kept: postgres://USER:PASSWORD@HOST:PORT/DB for PostgreSQL, or an SQLite file (default: $MEMFABRIC_STORE, else as --db)
+    /// Where runs are kept: postgres://USER@HOST:PORT/DB?sslmode=verify-full&sslrootcert=CA for PostgreSQL (parts left out, and the password, come from PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD or ~/.pgpass, as libpq takes them), or an SQLite file (default: $MEMFABRIC_STORE, else as --db)
     #[arg(long, global = true, value_name = "URL|PATH")]
     pub store: Option<String>,
     #[command(subcommand)]

@@ -111,13 +111,25 @@ pub struct Finished<'a> {
     pub text: String,
 }
 
+/// A command-line argument as documents and JSON keep it: a store URL (alone
+/// or as `--store=URL`) without its password.
+pub fn without_password(arg: &str) -> String {
+    match arg.split_once('=') {
+        Some((flag, url)) if flag.starts_with("--") && memfabric_store::is_url(url) => {
+            format!("{flag}={}", memfabric_store::redact(url))
+        }
+        _ if memfabric_store::is_url(arg) => memfabric_store::redact(arg),
+        _ => arg.to_string(),
+    }
+}
+
 impl Ctx {
     pub fn new(json: bool, quiet: bool) -> Ctx {
         Ctx {
             save: None,
             store: None,
             json,
-            args: std::env::args().collect(),
+            args: std::env::args().map(|a| without_password(&a)).collect(),
             started_unix_s: memfabric_store::now_unix_s(),
             progress: Progress::new(!quiet),
         }
@@ -292,6 +304,24 @@ fn store_location_unchecked(store: Option<&str>, db: Option<&Path>) -> Result<St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arguments_keep_no_password() {
+        assert_eq!(
+            without_password("postgres://u:s3cret@h/db"),
+            "postgres://u:***@h/db"
+        );
+        assert_eq!(
+            without_password("--store=postgresql://u:s3cret@h/db"),
+            "--store=postgresql://u:***@h/db"
+        );
+        assert_eq!(
+            without_password("postgres://h/db?password=s3cret"),
+            "postgres://h/db?password=***"
+        );
+        assert_eq!(without_password("--size=1G"), "--size=1G");
+        assert_eq!(without_password("runs.sqlite"), "runs.sqlite");
+    }
 
     /// What `--save` refuses is what `fleet ingest` refuses: the same rules.
     #[test]

@@ -24,6 +24,8 @@ mod monitor;
 mod newuser;
 #[path = "cli/options.rs"]
 mod options;
+#[path = "cli/pgtls.rs"]
+mod pgtls;
 #[path = "cli/plan.rs"]
 mod plan;
 #[path = "cli/postgres.rs"]

@@ -215,7 +215,20 @@ impl Batches<'_> {
                 }),
             }
         }
-        for saved in self.store.save_all(&runs)? {
+        let saved = self.store.save_all(&runs).map_err(|error| {
+            let d = &self.done;
+            FleetError::StoreFailed {
+                error,
+                text: format!(
+                    "{} documents were stored before the fault ({} new, {} duplicate) and stay stored; the {} being written were rolled back. Ingesting the same inputs again stores only the rest",
+                    d.new + d.duplicate,
+                    d.new,
+                    d.duplicate,
+                    runs.len()
+                ),
+            }
+        })?;
+        for saved in saved {
             match saved {
                 Saved::New(_) => self.done.new += 1,
                 Saved::Duplicate(_) => self.done.duplicate += 1,

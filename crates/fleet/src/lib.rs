@@ -43,6 +43,13 @@ pub enum FleetError {
     /// The scheduler failed to do what was asked (a command that did not start).
     #[error("{0}")]
     Scheduler(String),
+    /// The store failed in the middle of an ingest: what was stored before
+    /// stays stored, counted in `text`.
+    #[error("{error}; {text}")]
+    StoreFailed {
+        error: memfabric_store::StoreError,
+        text: String,
+    },
     /// A stop signal ended the work; what was done is kept and counted in the text.
     #[error("{text}")]
     Interrupted { signal: i32, text: String },

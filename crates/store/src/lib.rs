@@ -23,6 +23,8 @@ use thiserror::Error;
 pub mod compare;
 mod csv;
 mod migrate;
+mod pg_conn;
+mod pg_tls;
 mod postgres;
 mod sqlite;
 
@@ -40,7 +42,7 @@ pub enum StoreError {
     #[error("cannot reach the PostgreSQL store {place}: {detail}")]
     Unreachable { place: String, detail: String },
     #[error(
-        "the PostgreSQL store {place} refused the login: {detail}; check the user and password in the URL"
+        "the PostgreSQL store {place} refused the login: {detail}; check the user, and the password in the URL, PGPASSWORD or the password file"
     )]
     Login { place: String, detail: String },
     #[error("the run database {place} is not a memfabric database or is damaged ({detail}); move it aside to start a new one")]

@@ -7,13 +7,19 @@ use std::time::Duration;
 use memfabric_model::Figure;
 use postgres::error::SqlState;
 use postgres::{Client, NoTls};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::migrate::{LATEST_VERSION, STEPS};
+use crate::pg_conn::{self, Conninfo};
+use crate::pg_tls::{self, SslMode};
 use crate::{Backend, CampaignNode, FleetRow, NewRun, NodeStatus, RunSummary, Saved, StoreError};
 
 /// How long connecting may take before the store is called unreachable (unless the
 /// URL sets `connect_timeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the liveness check before an operation may take.
+const LIVENESS_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Any number, the same in every memfabric: the advisory lock migrations take.
 const MIGRATION_LOCK: i64 = 0x006d_6661_6272_6963; // "mfabric"
@@ -56,24 +62,42 @@ pub fn redact(url: &str) -> String {
 pub struct PgStore {
     client: Client,
     place: String,
+    /// Kept to connect again when the server closed the connection.
+    info: Conninfo,
 }
 
 impl PgStore {
     /// Connects and migrates. Nothing is written anywhere else: a store that cannot be
-    /// reached is an error, never a fallback to a local file.
+    /// reached is an error, never a fallback to a local file. The URL's missing parts
+    /// come from libpq's environment variables and password file (see `pg_conn`).
     pub fn open(url: &str) -> Result<PgStore, StoreError> {
         let place = redact(url);
-        let mut config: postgres::Config = url.parse().map_err(|e| StoreError::Open {
-            place: place.clone(),
-            detail: format!("not a PostgreSQL URL: {e}"),
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let info = pg_conn::resolve(url, &|k| std::env::var(k).ok(), home.as_deref()).map_err(|detail| {
+            StoreError::Open {
+                place: place.clone(),
+                detail,
+            }
         })?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(CONNECT_TIMEOUT);
+        for w in &info.warnings {
+            eprintln!("memfabric: warning: {w}");
         }
-        let client = config.connect(NoTls).map_err(|e| connect_error(&place, &e))?;
-        let mut store = PgStore { client, place };
+        let client = connect(&info, &place)?;
+        let mut store = PgStore { client, place, info };
         store.migrate()?;
         Ok(store)
+    }
+
+    /// A connection the server closed (a restart, an idle timeout) is made
+    /// again before the next statement, so a long campaign survives a restart
+    /// between two of its writes. The sync client notices a closed connection
+    /// only when it next talks to the server, so it is asked (one empty
+    /// query, a round trip) before each operation.
+    fn live(&mut self) -> Result<(), StoreError> {
+        if self.client.is_closed() || self.client.is_valid(LIVENESS_TIMEOUT).is_err() {
+            self.client = connect(&self.info, &self.place)?;
+        }
+        Ok(())
     }
 
     fn err(&self, e: postgres::Error) -> StoreError {
@@ -126,9 +150,34 @@ impl PgStore {
     }
 }
 
+fn connect(info: &Conninfo, place: &str) -> Result<Client, StoreError> {
+    let mut config = info.config.clone();
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    let tls = pg_tls::client_config(info.mode, &info.files).map_err(|detail| StoreError::Open {
+        place: place.to_string(),
+        detail,
+    })?;
+    let connected = match tls {
+        None => config.connect(NoTls),
+        Some(c) => config.connect(MakeRustlsConnect::new(c)),
+    };
+    connected.map_err(|e| connect_error(place, &e, info.mode))
+}
+
 /// Why connecting failed, as the error a user can act on.
-fn connect_error(place: &str, e: &postgres::Error) -> StoreError {
+fn connect_error(place: &str, e: &postgres::Error, mode: SslMode) -> StoreError {
     let place = place.to_string();
+    if let Some(detail) = tls_failure(e, mode) {
+        return StoreError::Open { place, detail };
+    }
+    if chain(e).contains("password missing") {
+        return StoreError::Login {
+            place,
+            detail: "the server asks for a password and none was given".into(),
+        };
+    }
     match e.code() {
         Some(c)
             if *c == SqlState::INVALID_PASSWORD || *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION =>
@@ -153,6 +202,58 @@ fn connect_error(place: &str, e: &postgres::Error) -> StoreError {
     }
 }
 
+/// The error and its sources, in one line.
+fn chain(e: &postgres::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    text.replace('\n', " ")
+}
+
+/// A TLS failure in one line: what the mode asked and what the server did.
+fn tls_failure(e: &postgres::Error, mode: SslMode) -> Option<String> {
+    let line = chain(e);
+    if line.contains("server does not support TLS") {
+        return Some(format!(
+            "the server does not accept TLS (its ssl is off) and sslmode={} requires it; use sslmode=prefer or disable, or turn ssl on",
+            mode.name()
+        ));
+    }
+    if line.contains("certificate not valid for name") || line.contains("NotValidForName") {
+        let why = line
+            .rsplit("certificate not valid for name")
+            .next()
+            .unwrap_or("")
+            .trim();
+        return Some(format!(
+            "TLS: the server's certificate does not name the host connected to (sslmode=verify-full checks it): certificate not valid for name {why}"
+        ));
+    }
+    if line.contains("invalid peer certificate") || line.contains("UnknownIssuer") {
+        let why = line
+            .rsplit("invalid peer certificate:")
+            .next()
+            .unwrap_or(&line)
+            .trim();
+        return Some(format!(
+            "TLS: the server's certificate is not trusted with sslmode={}: {why}",
+            mode.name()
+        ));
+    }
+    if line.contains("error performing TLS handshake") {
+        let why = line
+            .rsplit("error performing TLS handshake:")
+            .next()
+            .unwrap_or(&line)
+            .trim();
+        return Some(format!("TLS handshake failed: {why}"));
+    }
+    None
+}
+
 fn summary_of(r: &postgres::Row) -> RunSummary {
     RunSummary {
         id: r.get(0),
@@ -174,6 +275,7 @@ const SUMMARY: &str = "SELECT r.id, r.started_unix_s, r.host, r.label, r.command
 
 impl Backend for PgStore {
     fn save_all(&mut self, runs: &[NewRun]) -> Result<Vec<Saved>, StoreError> {
+        self.live()?;
         let saved = crate::now_unix_s() as i64;
         let result = (|| {
             let mut tx = self.client.transaction()?;
@@ -246,6 +348,7 @@ impl Backend for PgStore {
     }
 
     fn fleet(&mut self, campaign: Option<&str>) -> Result<Vec<FleetRow>, StoreError> {
+        self.live()?;
         let rows = self.client.query(
             "SELECT id, started_unix_s, host, host_id, class_key, campaign, facts, saved_unix_s FROM runs
              WHERE facts IS NOT NULL AND ($1::TEXT IS NULL OR campaign = $1) ORDER BY started_unix_s DESC, id DESC",
@@ -268,6 +371,7 @@ impl Backend for PgStore {
     }
 
     fn without_facts(&mut self) -> Result<Vec<(i64, String)>, StoreError> {
+        self.live()?;
         let rows = self.client.query(
             "SELECT id, document FROM runs WHERE facts IS NULL ORDER BY id",
             &[],
@@ -277,6 +381,7 @@ impl Backend for PgStore {
     }
 
     fn set_facts(&mut self, id: i64, facts: &str, hash: &str) -> Result<(), StoreError> {
+        self.live()?;
         self.client
             .execute(
                 "UPDATE runs SET facts = $1,
@@ -289,6 +394,7 @@ impl Backend for PgStore {
     }
 
     fn set_node(&mut self, n: &CampaignNode) -> Result<(), StoreError> {
+        self.live()?;
         self.client
             .execute(
                 "INSERT INTO campaign_nodes (campaign, node, status, reason, run_id, updated_unix_s)
@@ -302,6 +408,7 @@ impl Backend for PgStore {
     }
 
     fn nodes(&mut self, campaign: &str) -> Result<Vec<CampaignNode>, StoreError> {
+        self.live()?;
         let rows = self.client.query(
             "SELECT campaign, node, status, reason, run_id, updated_unix_s FROM campaign_nodes
              WHERE campaign = $1 ORDER BY node",
@@ -327,12 +434,14 @@ impl Backend for PgStore {
     }
 
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError> {
+        self.live()?;
         let rows = self.client.query(&format!("{SUMMARY} ORDER BY r.id DESC"), &[]);
         rows.map(|rows| rows.iter().map(summary_of).collect())
             .map_err(|e| self.err(e))
     }
 
     fn summary(&mut self, id: i64) -> Result<RunSummary, StoreError> {
+        self.live()?;
         let row = self
             .client
             .query_opt(&format!("{SUMMARY} WHERE r.id = $1"), &[&id]);
@@ -343,11 +452,13 @@ impl Backend for PgStore {
     }
 
     fn last(&mut self) -> Result<Option<i64>, StoreError> {
+        self.live()?;
         let row = self.client.query_one("SELECT MAX(id) FROM runs", &[]);
         row.map(|r| r.get(0)).map_err(|e| self.err(e))
     }
 
     fn document(&mut self, id: i64) -> Result<String, StoreError> {
+        self.live()?;
         let row = self
             .client
             .query_opt("SELECT document FROM runs WHERE id = $1", &[&id]);
@@ -358,6 +469,7 @@ impl Backend for PgStore {
     }
 
     fn figures(&mut self, id: i64) -> Result<Vec<Figure>, StoreError> {
+        self.live()?;
         self.summary(id)?;
         let rows = self.client.query(
             "SELECT measurement, dims, metric, value, min, max, cv, samples
@@ -381,6 +493,7 @@ impl Backend for PgStore {
     }
 
     fn delete(&mut self, id: i64) -> Result<(), StoreError> {
+        self.live()?;
         let n = self.client.execute("DELETE FROM runs WHERE id = $1", &[&id]);
         match n.map_err(|e| self.err(e))? {
             0 => Err(StoreError::NotFound(id)),

@@ -148,3 +148,24 @@ fn pg_first_opens_at_once_migrate_once() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].get::<_, i64>(0), LATEST_VERSION);
 }
+
+/// tests/postgres/run.sh runs this alone, with MEMFABRIC_TEST_PG_RESTART a
+/// command that restarts the server: a store held open across the restart (as
+/// `fleet run` holds one through a campaign) writes again.
+#[test]
+fn pgrestart_a_store_open_across_a_server_restart_writes_again() {
+    let Ok(restart) = std::env::var("MEMFABRIC_TEST_PG_RESTART") else {
+        return;
+    };
+    let Some(url) = fresh("mf_restart") else { return };
+    let mut s = Store::open_location(&url).unwrap();
+    s.save_all(&[common::run("before", 3)]).unwrap();
+    let status = std::process::Command::new("sh")
+        .args(["-c", &restart])
+        .status()
+        .unwrap();
+    assert!(status.success(), "{restart}");
+    s.save_all(&[common::run("after", 3)]).unwrap();
+    let labels: Vec<_> = s.list().unwrap().into_iter().map(|r| r.label).collect();
+    assert_eq!(labels.len(), 2, "{labels:?}");
+}

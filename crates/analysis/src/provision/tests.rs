@@ -103,13 +103,25 @@ fn numbered_channels_keep_their_numeric_order() {
 fn the_link_model_refuses_what_it_cannot_mean() {
     let mut p = genoa();
     p.efficiency.link_mixed = Some(0.9);
-    assert!(p.validate().unwrap_err().to_string().contains("commands only add bytes"));
+    assert!(p
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("commands only add bytes"));
     let mut p = genoa();
     p.calibration.insert("efficiency.tirad".into(), "x".into());
-    assert!(p.validate().unwrap_err().to_string().contains("efficiency.tirad is not a model key"));
+    assert!(p
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("efficiency.tirad is not a model key"));
     let mut p = genoa();
     p.latency = None;
-    assert!(p.validate().unwrap_err().to_string().contains("needs a [latency] table"));
+    assert!(p
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("needs a [latency] table"));
 }
 
 #[test]
