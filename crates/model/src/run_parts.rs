@@ -57,6 +57,7 @@ impl RunReport {
             };
         }
         Ok(RunReport {
+            step_seconds: vec![],
             suite,
             steps,
             topology,

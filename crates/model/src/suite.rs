@@ -145,6 +145,10 @@ pub struct RunReport {
     pub suite: Suite,
     /// The command line of each step, as a user would type it.
     pub steps: Vec<String>,
+    /// Wall-clock seconds of each step, in the order of `steps` (what the run
+    /// cost); absent in runs of memfabric before 0.6.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_seconds: Vec<f64>,
     pub topology: Topology,
     pub latency: LatencyReport,
     pub bandwidth: BandwidthReport,

@@ -170,7 +170,7 @@ fn render_part(cell: Cell, doc: &Document, topo: &Topology) -> String {
 /// repeated noise warnings folded into one line each at the end.
 fn render(report: &RunReport) -> String {
     let mut parts = vec![
-        format!("Steps: {}\n", report.steps.join("; ")),
+        format!("Steps: {}\n{}", report.steps.join("; "), time_text(report)),
         super::topology::render(&report.topology),
     ];
     parts.extend(
@@ -184,6 +184,29 @@ fn render(report: &RunReport) -> String {
         report.suite.name(),
         summary::headline(report),
         summary::fold_noise(&parts.join("\n"))
+    )
+}
+
+/// What each step took, where the run recorded it.
+fn time_text(report: &RunReport) -> String {
+    if report.step_seconds.len() != report.steps.len() {
+        return String::new();
+    }
+    let each: Vec<String> = report
+        .steps
+        .iter()
+        .zip(&report.step_seconds)
+        .map(|(line, s)| {
+            format!(
+                "{} {s:.2} s",
+                line.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+            )
+        })
+        .collect();
+    format!(
+        "Time: {:.1} s in all ({})\n",
+        report.step_seconds.iter().sum::<f64>(),
+        each.join(", ")
     )
 }
 
@@ -201,11 +224,15 @@ pub fn run(ctx: &Ctx, a: &RunArgs) -> Result<Status> {
         .map(|(cell, line)| (cell, sizes::past_caches(&line, &topo)))
         .collect();
     let mut parts = Vec::new();
+    let mut seconds = Vec::new();
     for (cell, line) in &steps {
+        let t = std::time::Instant::now();
         parts.push((*cell, measure(ctx, &topo, line)?));
+        seconds.push((t.elapsed().as_secs_f64() * 1000.0).round() / 1000.0);
     }
     let lines = steps.into_iter().map(|(_, l)| l).collect();
-    let report = RunReport::assemble(suite, lines, topo.clone(), parts)?;
+    let mut report = RunReport::assemble(suite, lines, topo.clone(), parts)?;
+    report.step_seconds = seconds;
     let (status, message) = verdict(&report);
     let finished = Finished {
         topo: Some(&topo),
