@@ -24,6 +24,7 @@ pub mod compare;
 mod csv;
 mod migrate;
 mod pg_conn;
+mod pg_connect;
 mod pg_tls;
 mod postgres;
 mod sqlite;
