@@ -278,13 +278,12 @@ fn check_finds_the_deviations_of_a_saved_machine() {
     );
 }
 
-#[test]
-fn calibration_takes_the_efficiencies_of_a_stored_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("runs.sqlite");
+/// A store in `dir` holding one synthetic host of `class`, as run 1.
+fn stored_run(dir: &std::path::Path, class: &synth::Class) -> std::path::PathBuf {
+    let store = dir.join("runs.sqlite");
     let t = Templates::load(&repo());
-    let doc = synth::document(&t, &synth::CLASSES[0], 0, 1, None);
-    let file = dir.path().join("genoa.json");
+    let doc = synth::document(&t, class, 0, 1, None);
+    let file = dir.join("genoa.json");
     std::fs::write(&file, serde_json::to_string(&doc).unwrap()).unwrap();
     memfabric()
         .arg("--store")
@@ -293,6 +292,13 @@ fn calibration_takes_the_efficiencies_of_a_stored_run() {
         .arg(&file)
         .assert()
         .success();
+    store
+}
+
+#[test]
+fn calibration_takes_the_efficiencies_of_a_stored_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = stored_run(dir.path(), &synth::CLASSES[0]);
     let out = memfabric()
         .arg("--store")
         .arg(&store)
@@ -341,8 +347,6 @@ fn calibration_takes_the_efficiencies_of_a_stored_run() {
 #[test]
 fn calibration_from_a_link_bound_run_takes_the_link_share() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("runs.sqlite");
-    let t = Templates::load(&repo());
     let g = &synth::CLASSES[0];
     let linked = synth::Class {
         interleaved: 480.0,
@@ -360,16 +364,7 @@ fn calibration_from_a_link_bound_run_takes_the_link_share() {
         c2c_ns: g.c2c_ns,
         all_remote: g.all_remote,
     };
-    let doc = synth::document(&t, &linked, 0, 1, None);
-    let file = dir.path().join("genoa.json");
-    std::fs::write(&file, serde_json::to_string(&doc).unwrap()).unwrap();
-    memfabric()
-        .arg("--store")
-        .arg(&store)
-        .args(["fleet", "ingest"])
-        .arg(&file)
-        .assert()
-        .success();
+    let store = stored_run(dir.path(), &linked);
     let args = [
         "plan",
         "numa",
