@@ -5,12 +5,12 @@
 //! certificates it made in MEMFABRIC_TEST_PG_TLS); without one each test
 //! returns at once, and that script, which counts what ran, fails.
 
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::postgres::counted;
 use super::{memfabric, synth};
 
 struct Server {
@@ -19,17 +19,6 @@ struct Server {
     password: String,
     port: String,
     tls: PathBuf,
-}
-
-fn counted(name: &str) {
-    if let Ok(path) = std::env::var("MEMFABRIC_TEST_PG_RAN") {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .unwrap();
-        writeln!(f, "cli {name}").unwrap();
-    }
 }
 
 /// The test server and a fresh database `db` owned by `owner`.

@@ -20,6 +20,12 @@ fn fresh(name: &str) -> Option<String> {
         .status()
         .expect("psql runs");
     assert!(status.success(), "creating database {name}");
+    counted(name);
+    Some(format!("{}/{name}", admin.rsplit_once('/').unwrap().0))
+}
+
+/// Tells tests/postgres/run.sh, which counts them, that a test ran against the server.
+pub fn counted(name: &str) {
     if let Ok(path) = std::env::var("MEMFABRIC_TEST_PG_RAN") {
         let mut f = std::fs::OpenOptions::new()
             .create(true)
@@ -28,7 +34,6 @@ fn fresh(name: &str) -> Option<String> {
             .unwrap();
         writeln!(f, "cli {name}").unwrap();
     }
-    Some(format!("{}/{name}", admin.rsplit_once('/').unwrap().0))
 }
 
 #[test]

@@ -7,6 +7,7 @@ use memfabric_analysis::provision::{numa_plan, Figure, LinkChoice, NumaPlan};
 use memfabric_model::{ConcurrentPattern, ConcurrentReport, Mix, Outcome, StreamReport};
 use memfabric_topo::{Host, Roots, Topology};
 
+use super::numa::link_text;
 use super::platforms::{matching, Loaded};
 
 /// A measured figure the planner predicts.
@@ -80,11 +81,10 @@ pub fn line(l: &Loaded, sockets: usize, nodes: usize, what: Measured, measured_g
     };
     let plan = numa_plan(p, nps, LinkChoice::default(), None).ok()?;
     let f = figure(&plan, what)?;
-    let links = plan.links.as_ref().map_or(String::new(), |k| {
-        let lanes = k.lanes.map_or(String::new(), |n| format!(" x{n}"));
-        let rate = k.gbps.map_or(String::new(), |g| format!(" at {g} Gbit/s"));
-        format!(", {} {}{lanes}{rate}", k.count, k.kind)
-    });
+    let links = plan
+        .links
+        .as_ref()
+        .map_or(String::new(), |k| format!(", {}", link_text(k)));
     Some(format!(
         "Model ({}, {}{links}, every channel at {} MT/s assumed): {:.1} GB/s, {} limit; measured {measured_gb_s:.1} is {:.0} % of it. `memfabric plan numa --platform {} --nps {nps} --explain` shows how.\n",
         p.name,

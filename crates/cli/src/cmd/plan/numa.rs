@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use memfabric_analysis::provision::{
-    calibrate, numa_plan, Calibration, LinkChoice, NumaPlan, Platform, RunFigures,
+    calibrate, numa_plan, Calibration, LinkChoice, LinkUse, NumaPlan, Platform, RunFigures,
 };
 use memfabric_model::fleet::FleetFacts;
 use memfabric_model::StoredDocument;
@@ -74,12 +74,15 @@ fn calibration(ctx: &Ctx, l: &Loaded, r: &RunRef) -> Result<Calibration> {
     calibrate(&l.platform, &figures).map_err(usage)
 }
 
+/// A link setting as the user gives it: `4 xGMI x16 at 32 Gbit/s`.
+pub fn link_text(k: &LinkUse) -> String {
+    let lanes = k.lanes.map_or(String::new(), |n| format!(" x{n}"));
+    let rate = k.gbps.map_or(String::new(), |g| format!(" at {g} Gbit/s"));
+    format!("{} {}{lanes}{rate}", k.count, k.kind)
+}
+
 pub fn render(l: &Loaded, p: &NumaPlan, explain: bool) -> String {
-    let links = p.links.as_ref().map_or("no socket links".to_string(), |k| {
-        let lanes = k.lanes.map_or(String::new(), |n| format!(" x{n}"));
-        let rate = k.gbps.map_or(String::new(), |g| format!(" at {g} Gbit/s"));
-        format!("{} {}{lanes}{rate}", k.count, k.kind)
-    });
+    let links = p.links.as_ref().map_or("no socket links".to_string(), link_text);
     let mut out = format!(
         "Platform: {} ({}: {})\nAsked: {}, {links}\n\n",
         p.platform, l.id, l.origin, p.mode
